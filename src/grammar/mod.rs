@@ -1,0 +1,62 @@
+//! Message grammars: the knowledge of what log lines mean, loaded from data.
+//!
+//! The built-in grammars (`grammars/*.toml`) are embedded in the binary; users add
+//! their own with `--grammar FILE`. All patterns are compiled once into a
+//! [`Grammar`]: an Aho-Corasick automaton over every pattern's literals finds the
+//! few lines worth a regex, then the candidate patterns' regexes run in priority
+//! order on those lines only.
+
+mod compile;
+mod fields;
+pub mod spec;
+
+pub use compile::{Grammar, Match, Pattern, PatternIdx};
+pub use fields::{convert_field, normalize_bus_id};
+
+use std::path::PathBuf;
+
+/// The grammars shipped with ncclpm, as (file name, text).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("nccl.toml", include_str!("../../grammars/nccl.toml")),
+    ("torch.toml", include_str!("../../grammars/torch.toml")),
+    ("launcher.toml", include_str!("../../grammars/launcher.toml")),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum GrammarError {
+    #[error("cannot read grammar file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("grammar {file}: invalid TOML")]
+    Toml {
+        file: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("grammar {file}: pattern {id}: {reason}")]
+    Pattern { file: String, id: String, reason: String },
+    #[error("grammar {file}: pattern {id}: invalid regex")]
+    Regex {
+        file: String,
+        id: String,
+        #[source]
+        source: regex::Error,
+    },
+    #[error("grammar literal prefilter could not be built")]
+    Prefilter(#[source] aho_corasick::BuildError),
+}
+
+/// Reads user grammar files from disk, to be compiled with the built-in ones.
+pub fn read_user_grammars(paths: &[PathBuf]) -> Result<Vec<(String, String)>, GrammarError> {
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map(|text| (p.display().to_string(), text))
+                .map_err(|source| GrammarError::Read { path: p.clone(), source })
+        })
+        .collect()
+}

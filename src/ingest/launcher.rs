@@ -1,0 +1,196 @@
+//! Launcher prefixes: who printed a line, as the launcher that collected it says.
+//!
+//! Launchers that merge many workers' output into one stream prefix each line:
+//! - Open MPI `--tag-output`: `[1,3]<stdout>:` (job id, MPI rank), no space after;
+//! - torchrun `--tee`: `[default3]:` (role + LOCAL rank), no space after;
+//! - PyTorch ≥ 2.2 C++ logging: `[rank3]:` (GLOBAL rank of the default group);
+//! - Ray actors: `(WorkerDict pid=1230, ip=10.0.0.1) `;
+//! - Slurm `srun --label`: `%*d: ` (task id right-aligned to the widest id);
+//! - pdsh (DeepSpeed's multi-node runner): `<host>: `;
+//! - MPICH / Intel MPI `-prepend-rank`: `[3] `.
+//!
+//! The last three are ambiguous on their own (`RuntimeError: ` looks like a pdsh
+//! host), so they are stripped only where sniffing found them on most lines of
+//! the file (`LauncherStyle`).
+
+/// What a launcher prefix says about the line's writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag<'a> {
+    Rank(u32),
+    LocalRank(u32),
+    Task(u32),
+    Host(&'a [u8]),
+    /// Ray: worker pid and the node (an IP or host name).
+    Actor { pid: u32, node: &'a [u8] },
+}
+
+/// Prefix styles that need sniffing before they can be trusted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LauncherStyle {
+    pub slurm_label: bool,
+    pub mpich_rank: bool,
+    /// pdsh host prefixes seen (sorted); empty when the file has none.
+    pub pdsh_hosts: Vec<Vec<u8>>,
+}
+
+/// Parses one launcher prefix at the start of `s`: (bytes consumed, tag).
+pub fn parse_prefix<'a>(s: &'a [u8], style: &LauncherStyle) -> Option<(usize, Tag<'a>)> {
+    match s.first()? {
+        b'[' => mpi_tag(s).or_else(|| bracket_rank(s)).or_else(|| {
+            if style.mpich_rank { mpich_rank(s) } else { None }
+        }),
+        b'(' => ray_actor(s),
+        b' ' | b'0'..=b'9' if style.slurm_label => slurm_label(s),
+        _ if !style.pdsh_hosts.is_empty() => pdsh_host(s, &style.pdsh_hosts),
+        _ => None,
+    }
+}
+
+/// Leading decimal digits of `s`: (value, count).
+pub fn digits(s: &[u8]) -> Option<(u64, usize)> {
+    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 || n > 18 {
+        return None;
+    }
+    let v = s[..n].iter().fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+    Some((v, n))
+}
+
+/// `[1,3]<stdout>:` or `[1,3]<stderr>:`.
+fn mpi_tag(s: &[u8]) -> Option<(usize, Tag<'_>)> {
+    let (_, jn) = digits(&s[1..])?;
+    let mut i = 1 + jn;
+    if s.get(i) != Some(&b',') {
+        return None;
+    }
+    let (rank, rn) = digits(&s[i + 1..])?;
+    i += 1 + rn;
+    let rest = &s[i..];
+    let len = if rest.starts_with(b"]<stdout>:") || rest.starts_with(b"]<stderr>:") {
+        10
+    } else if rest.starts_with(b"]:") {
+        2
+    } else {
+        return None;
+    };
+    Some((i + len, Tag::Rank(rank as u32)))
+}
+
+/// `[rank3]:` (global rank) or `[<role>3]:` (torchrun role + local rank).
+fn bracket_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
+    let name_len = s[1..].iter().take_while(|b| b.is_ascii_alphabetic() || **b == b'_').count();
+    if name_len == 0 {
+        return None;
+    }
+    let (n, dn) = digits(&s[1 + name_len..])?;
+    let end = 1 + name_len + dn;
+    if !s[end..].starts_with(b"]:") {
+        return None;
+    }
+    let tag = if &s[1..1 + name_len] == b"rank" { Tag::Rank(n as u32) } else { Tag::LocalRank(n as u32) };
+    Some((end + 2, tag))
+}
+
+/// `[3] ` (MPICH `-prepend-rank`).
+fn mpich_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
+    let (n, dn) = digits(&s[1..])?;
+    s[1 + dn..].starts_with(b"] ").then_some((dn + 3, Tag::Rank(n as u32)))
+}
+
+/// `(WorkerDict pid=1230, ip=10.0.0.1) ` or `(raylet, ip=…)`.
+fn ray_actor(s: &[u8]) -> Option<(usize, Tag<'_>)> {
+    let close = memchr::memchr(b')', &s[..s.len().min(256)])?;
+    let inner = &s[1..close];
+    let pid_at = memchr::memmem::find(inner, b"pid=")?;
+    let (pid, _) = digits(&inner[pid_at + 4..])?;
+    let node = memchr::memmem::find(inner, b"ip=").map(|p| &inner[p + 3..]).unwrap_or(b"");
+    let end = close + 1 + usize::from(s.get(close + 1) == Some(&b' '));
+    Some((end, Tag::Actor { pid: pid as u32, node }))
+}
+
+/// ` 3: ` — spaces, a task id, `: `.
+fn slurm_label(s: &[u8]) -> Option<(usize, Tag<'_>)> {
+    let spaces = s.iter().take_while(|b| **b == b' ').count();
+    if spaces > 6 {
+        return None;
+    }
+    let (n, dn) = digits(&s[spaces..])?;
+    let end = spaces + dn;
+    // A partial line from srun ends right after the label, without the space.
+    match &s[end..] {
+        [b':', b' ', ..] => Some((end + 2, Tag::Task(n as u32))),
+        [b':'] => Some((end + 1, Tag::Task(n as u32))),
+        _ => None,
+    }
+}
+
+/// `<host>: ` where `<host>` is one of the hosts sniffing found.
+fn pdsh_host<'a>(s: &'a [u8], hosts: &[Vec<u8>]) -> Option<(usize, Tag<'a>)> {
+    let colon = memchr::memchr(b':', &s[..s.len().min(256)])?;
+    let name = &s[..colon];
+    if hosts.binary_search_by(|h| h.as_slice().cmp(name)).is_err() {
+        return None;
+    }
+    let end = colon + 1 + usize::from(s.get(colon + 1) == Some(&b' '));
+    Some((end, Tag::Host(name)))
+}
+
+/// A pdsh-style `<host>: ` candidate, for sniffing: the name before `: ` when
+/// it looks like a host name.
+pub fn pdsh_candidate(line: &[u8]) -> Option<&[u8]> {
+    let colon = memchr::memchr(b':', &line[..line.len().min(128)])?;
+    let name = &line[..colon];
+    let ok = !name.is_empty()
+        && line.get(colon + 1) == Some(&b' ')
+        && name[0].is_ascii_alphanumeric()
+        && name.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        && !name.ends_with(b"Error")
+        && !name.ends_with(b"Exception");
+    ok.then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain() -> LauncherStyle {
+        LauncherStyle::default()
+    }
+
+    #[test]
+    fn openmpi_tag_output_names_the_mpi_rank() {
+        let line = b"[1,12]<stdout>:host:815:864 [0] NCCL INFO x";
+        assert_eq!(parse_prefix(line, &plain()), Some((15, Tag::Rank(12))));
+    }
+
+    #[test]
+    fn torchrun_tee_prefix_is_a_local_rank_and_rank_prefix_is_global() {
+        let line = b"[default3]:[rank11]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:607] x";
+        assert_eq!(parse_prefix(line, &plain()), Some((11, Tag::LocalRank(3))));
+        assert_eq!(parse_prefix(&line[11..], &plain()), Some((9, Tag::Rank(11))));
+    }
+
+    #[test]
+    fn slurm_labels_only_when_sniffed() {
+        let style = LauncherStyle { slurm_label: true, ..plain() };
+        assert_eq!(parse_prefix(b" 3: hello", &style), Some((4, Tag::Task(3))));
+        assert_eq!(parse_prefix(b"15: hello", &style), Some((4, Tag::Task(15))));
+        assert_eq!(parse_prefix(b" 3: hello", &plain()), None);
+    }
+
+    #[test]
+    fn ray_actor_prefix_gives_pid_and_node() {
+        let line = b"(WorkerDict pid=1230, ip=train-worker-0) [rank15]:x";
+        let (len, tag) = parse_prefix(line, &plain()).unwrap();
+        assert_eq!(&line[len..len + 8], b"[rank15]");
+        assert_eq!(tag, Tag::Actor { pid: 1230, node: b"train-worker-0" });
+    }
+
+    #[test]
+    fn pdsh_hosts_must_have_been_sniffed() {
+        let style = LauncherStyle { pdsh_hosts: vec![b"worker-1".to_vec()], ..plain() };
+        assert_eq!(parse_prefix(b"worker-1: x", &style), Some((10, Tag::Host(b"worker-1"))));
+        assert_eq!(parse_prefix(b"RuntimeError: x", &style), None);
+        assert_eq!(pdsh_candidate(b"RuntimeError: x"), None);
+    }
+}

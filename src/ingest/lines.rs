@@ -1,0 +1,216 @@
+//! Reading a stream as chunks of whole lines, with a cap on line length.
+//!
+//! Parsers scan a chunk at a time (many lines in one buffer) so the literal
+//! prefilter runs over large slices instead of line by line. A line longer than
+//! the cap is cut: its first `max_line` bytes are kept (and counted as
+//! truncated), the rest is skipped without being buffered, so a 100 MB line
+//! costs no more memory than a short one.
+
+use std::io::{self, Read};
+
+/// Default cap on one line: far above any real log line (NCCL cuts its own at
+/// 1023 bytes), far below anything that could strain memory.
+pub const DEFAULT_MAX_LINE: usize = 64 * 1024;
+const READ_SIZE: usize = 256 * 1024;
+
+/// Per-file counts of what the reader saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LineStats {
+    pub lines: u64,
+    pub bytes: u64,
+    pub truncated_lines: u64,
+}
+
+/// A slice of whole lines (each ends with `\n`, except possibly the last line of
+/// the stream) and the 1-based number of its first line.
+pub struct Chunk<'a> {
+    pub data: &'a [u8],
+    pub first_line: u64,
+}
+
+pub struct ChunkReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already handed out in an earlier chunk.
+    consumed: usize,
+    eof: bool,
+    max_line: usize,
+    /// Inside an over-long line whose head was already emitted.
+    skipping: bool,
+    next_line: u64,
+    stats: LineStats,
+}
+
+impl<R: Read> ChunkReader<R> {
+    pub fn new(reader: R) -> Self {
+        Self::with_max_line(reader, DEFAULT_MAX_LINE)
+    }
+
+    pub fn with_max_line(reader: R, max_line: usize) -> Self {
+        ChunkReader {
+            reader,
+            buf: Vec::with_capacity(READ_SIZE + max_line),
+            consumed: 0,
+            eof: false,
+            max_line: max_line.max(1),
+            skipping: false,
+            next_line: 1,
+            stats: LineStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> LineStats {
+        self.stats
+    }
+
+    /// The next chunk of whole lines, or `None` at the end of the stream.
+    pub fn next_chunk(&mut self) -> io::Result<Option<Chunk<'_>>> {
+        self.buf.drain(..self.consumed);
+        self.consumed = 0;
+        loop {
+            if self.skipping {
+                self.skip_rest_of_long_line();
+            }
+            if !self.skipping && !self.buf.is_empty() {
+                // The buffer starts at a line start here.
+                match memchr::memchr(b'\n', &self.buf) {
+                    Some(first) if first > self.max_line => return Ok(Some(self.emit_truncated())),
+                    Some(_) => {
+                        let end = self.end_of_lines_within_cap();
+                        return Ok(Some(self.emit(end, false)));
+                    }
+                    None if self.buf.len() > self.max_line => return Ok(Some(self.emit_truncated())),
+                    None if self.eof => {
+                        let end = self.buf.len();
+                        return Ok(Some(self.emit(end, false)));
+                    }
+                    None => {}
+                }
+            }
+            if self.eof {
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// End of the complete lines at the head of the buffer, stopping before
+    /// the first line longer than the cap (which the next call truncates).
+    fn end_of_lines_within_cap(&self) -> usize {
+        let mut line_start = 0;
+        for nl in memchr::memchr_iter(b'\n', &self.buf) {
+            if nl - line_start > self.max_line {
+                return line_start;
+            }
+            line_start = nl + 1;
+        }
+        line_start
+    }
+
+    fn emit_truncated(&mut self) -> Chunk<'_> {
+        self.skipping = true;
+        self.emit(self.max_line, true)
+    }
+
+    fn emit(&mut self, end: usize, truncated: bool) -> Chunk<'_> {
+        let first_line = self.next_line;
+        let data = &self.buf[..end];
+        let newlines = memchr::memchr_iter(b'\n', data).count() as u64;
+        let lines = if truncated || !data.ends_with(b"\n") { newlines + 1 } else { newlines };
+        self.stats.lines += lines;
+        self.stats.truncated_lines += u64::from(truncated);
+        self.next_line += if truncated { 0 } else { lines };
+        self.consumed = end;
+        Chunk { data: &self.buf[..end], first_line }
+    }
+
+    /// Drops bytes up to and including the newline ending an over-long line.
+    fn skip_rest_of_long_line(&mut self) {
+        match memchr::memchr(b'\n', &self.buf) {
+            Some(pos) => {
+                self.buf.drain(..=pos);
+                self.skipping = false;
+                self.next_line += 1;
+            }
+            None => {
+                self.buf.clear();
+                if self.eof {
+                    self.skipping = false;
+                    self.next_line += 1;
+                }
+            }
+        }
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        let start = self.buf.len();
+        self.buf.resize(start + READ_SIZE, 0);
+        let n = loop {
+            match self.reader.read(&mut self.buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(start + n);
+        self.stats.bytes += n as u64;
+        self.eof = n == 0;
+        Ok(())
+    }
+}
+
+/// Iterates the lines of a chunk: (line number, line without `\n` / `\r\n`).
+pub fn lines_of<'a>(chunk: &Chunk<'a>) -> impl Iterator<Item = (u64, &'a [u8])> {
+    let data = chunk.data;
+    let data = data.strip_suffix(b"\n").unwrap_or(data);
+    let first = chunk.first_line;
+    data.split(|&b| b == b'\n')
+        .enumerate()
+        .map(move |(i, l)| (first + i as u64, l.strip_suffix(b"\r").unwrap_or(l)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(input: &[u8], max_line: usize) -> (Vec<(u64, Vec<u8>)>, LineStats) {
+        let mut r = ChunkReader::with_max_line(input, max_line);
+        let mut out = Vec::new();
+        while let Some(chunk) = r.next_chunk().unwrap() {
+            out.extend(lines_of(&chunk).map(|(n, l)| (n, l.to_vec())));
+        }
+        (out, r.stats())
+    }
+
+    #[test]
+    fn numbers_lines_and_keeps_a_last_line_without_newline() {
+        let (lines, stats) = collect(b"a\nbb\r\nccc", 100);
+        assert_eq!(lines, vec![(1, b"a".to_vec()), (2, b"bb".to_vec()), (3, b"ccc".to_vec())]);
+        assert_eq!(stats.lines, 3);
+    }
+
+    #[test]
+    fn an_overlong_line_is_cut_and_the_count_goes_on() {
+        let mut input = b"short\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 1000));
+        input.extend(b"\nafter\n");
+        let (lines, stats) = collect(&input, 16);
+        assert_eq!(lines[0], (1, b"short".to_vec()));
+        assert_eq!(lines[1], (2, vec![b'x'; 16]));
+        assert_eq!(lines[2], (3, b"after".to_vec()));
+        assert_eq!(stats.truncated_lines, 1);
+    }
+
+    #[test]
+    fn a_huge_line_does_not_grow_the_buffer() {
+        let input = vec![b'y'; 3 * READ_SIZE + 7];
+        let mut r = ChunkReader::with_max_line(&input[..], 1024);
+        while r.next_chunk().unwrap().is_some() {
+            assert!(r.buf.capacity() <= 2 * (READ_SIZE + 1024));
+        }
+        assert_eq!(r.stats().truncated_lines, 1);
+    }
+}

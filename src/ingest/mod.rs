@@ -1,0 +1,36 @@
+//! Ingest: find the job's files, open them (decompressing by content), sniff
+//! what each one holds and split it into lines.
+
+pub mod discover;
+pub mod launcher;
+pub mod lines;
+pub mod open;
+pub mod path_hints;
+pub mod sniff;
+
+pub use discover::{discover, Discovery, InputFile};
+pub use lines::{ChunkReader, LineStats};
+pub use path_hints::PathHints;
+pub use sniff::{FileKind, FileProfile};
+
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// A file (or archive member) the analysis could not use, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Skipped {
+    pub file: String,
+    pub reason: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("cannot read {path}")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is neither a file nor a folder")]
+    NotAFileOrFolder { path: PathBuf },
+}

@@ -1,0 +1,131 @@
+//! Deciding what a file holds from its first bytes, not its name.
+
+use std::collections::BTreeMap;
+
+use super::launcher::{digits, pdsh_candidate, LauncherStyle};
+
+/// How many bytes of a file's (decompressed) head the sniffer reads.
+pub const SNIFF_BYTES: usize = 64 * 1024;
+const SNIFF_LINES: usize = 400;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Line-oriented text: application, launcher or kernel log.
+    Log,
+    Empty,
+    /// Not text; `why` says what it looks like.
+    Binary { why: &'static str },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProfile {
+    pub kind: FileKind,
+    pub launcher: LauncherStyle,
+}
+
+impl FileProfile {
+    pub fn plain_log() -> FileProfile {
+        FileProfile { kind: FileKind::Log, launcher: LauncherStyle::default() }
+    }
+}
+
+/// Sniffs a file from its head.
+pub fn sniff(head: &[u8]) -> FileProfile {
+    let kind = sniff_kind(head);
+    let launcher = if kind == FileKind::Log { sniff_launcher(head) } else { LauncherStyle::default() };
+    FileProfile { kind, launcher }
+}
+
+fn sniff_kind(head: &[u8]) -> FileKind {
+    if head.iter().all(u8::is_ascii_whitespace) {
+        return FileKind::Empty;
+    }
+    if head.first() == Some(&0x80) && matches!(head.get(1), Some(2..=5)) {
+        return FileKind::Binary { why: "Python pickle (e.g. a Flight Recorder dump), not yet read" };
+    }
+    if head.starts_with(b"PK\x03\x04") {
+        return FileKind::Binary { why: "zip archive, not yet read" };
+    }
+    let sample = &head[..head.len().min(8192)];
+    let nul = sample.iter().filter(|&&b| b == 0).count();
+    let control = sample
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c | 0))
+        .count();
+    // Crashed writers leave runs of NULs at the end of a text file; a file is
+    // binary only when NULs or control bytes are common from its very start.
+    if (nul + control) * 10 > sample.len() {
+        return FileKind::Binary { why: "binary content (many NUL or control bytes)" };
+    }
+    FileKind::Log
+}
+
+/// Finds launcher prefixes that cannot be recognised line by line (Slurm
+/// labels, pdsh hosts, MPICH ranks): each must start most lines of the head.
+fn sniff_launcher(head: &[u8]) -> LauncherStyle {
+    let mut total = 0usize;
+    let (mut slurm, mut mpich) = (0usize, 0usize);
+    let mut pdsh: BTreeMap<&[u8], usize> = BTreeMap::new();
+    for line in head.split(|&b| b == b'\n').take(SNIFF_LINES) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        total += 1;
+        slurm += usize::from(is_slurm_label(line));
+        mpich += usize::from(is_mpich_rank(line));
+        if let Some(host) = pdsh_candidate(line) {
+            *pdsh.entry(host).or_default() += 1;
+        }
+    }
+    let most = |n: usize| total >= 2 && n * 2 > total;
+    let pdsh_lines: usize = pdsh.values().filter(|&&n| n >= 2).sum();
+    let pdsh_hosts = if most(pdsh_lines) && pdsh.len() <= 4096 {
+        pdsh.into_iter().filter(|(_, n)| *n >= 2).map(|(h, _)| h.to_vec()).collect()
+    } else {
+        Vec::new()
+    };
+    LauncherStyle { slurm_label: most(slurm), mpich_rank: most(mpich), pdsh_hosts }
+}
+
+fn is_slurm_label(line: &[u8]) -> bool {
+    let spaces = line.iter().take_while(|b| **b == b' ').count();
+    match digits(&line[spaces..]) {
+        Some((_, n)) => matches!(&line[spaces + n..], [b':', b' ', ..] | [b':']),
+        None => false,
+    }
+}
+
+fn is_mpich_rank(line: &[u8]) -> bool {
+    line.first() == Some(&b'[')
+        && digits(&line[1..]).is_some_and(|(_, n)| line[1 + n..].starts_with(b"] "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_label_files_are_recognised() {
+        let head = b" 0: hello\n 1: world\n10: again\n";
+        assert!(sniff(head).launcher.slurm_label);
+        assert!(!sniff(b"plain\ntext\n").launcher.slurm_label);
+    }
+
+    #[test]
+    fn pdsh_hosts_are_collected_but_exception_names_are_not() {
+        let head = b"worker-0: a\nworker-1: b\nworker-0: c\nworker-1: d\nRuntimeError: x\n";
+        let style = sniff(head).launcher;
+        assert_eq!(style.pdsh_hosts, vec![b"worker-0".to_vec(), b"worker-1".to_vec()]);
+    }
+
+    #[test]
+    fn binary_and_empty_files() {
+        assert_eq!(sniff(b"\n \n").kind, FileKind::Empty);
+        assert!(matches!(sniff(&[0u8; 100]).kind, FileKind::Binary { .. }));
+        assert!(matches!(sniff(b"\x80\x02}q\x00").kind, FileKind::Binary { .. }));
+        let mut text = b"line\n".repeat(100);
+        text.extend([0u8; 20]);
+        assert_eq!(sniff(&text).kind, FileKind::Log);
+    }
+}

@@ -1,0 +1,10 @@
+//! ncclpm: post-mortem analysis of distributed GPU training jobs that hung or
+//! died in NCCL collectives.
+//!
+//! The pipeline, one module per stage: [`ingest`] → [`parse`] → [`model`] →
+//! [`timeline`] → [`diagnose`] → [`report`], wired by [`analyze`].
+
+pub mod grammar;
+pub mod ingest;
+pub mod model;
+pub mod parse;

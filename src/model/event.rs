@@ -1,0 +1,271 @@
+//! The event: one interesting log line turned into a typed fact with provenance.
+//!
+//! Parsers emit events; every later stage reads only events and the job model
+//! built from them. An event keeps the line it came from (file and 1-based line
+//! number) and the matched text, so any claim the report makes can cite it.
+
+use serde::Serialize;
+use std::fmt;
+
+use super::time::RawTime;
+
+/// Index of an input file in the job's file table (`Job::files`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FileId(pub u32);
+
+/// Where a line came from: file and 1-based line number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    pub file: FileId,
+    pub line: u64,
+}
+
+/// Who wrote a line, as far as the line, its launcher prefix and its path say.
+///
+/// Ranks are resolved in stages: a `[rank3]:` prefix or an MPI tag names the global
+/// rank directly; a torchrun `[default3]:` prefix or a log-dir path names only the
+/// local rank; a Slurm label names the task id, which equals the rank only with one
+/// task per GPU. The model stage fills in what the line itself did not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Who {
+    pub host: Option<Box<str>>,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    /// Global rank, when known.
+    pub rank: Option<u32>,
+    /// Rank within the node, from torchrun prefixes or log-dir paths.
+    pub local_rank: Option<u32>,
+    /// Launcher task id (Slurm `--label`), resolved to a rank by the model.
+    pub task: Option<u32>,
+}
+
+impl Who {
+    /// Fills every field of `self` that is empty from `other`.
+    pub fn fill_from(&mut self, other: &Who) {
+        if self.host.is_none() {
+            self.host.clone_from(&other.host);
+        }
+        self.pid = self.pid.or(other.pid);
+        self.tid = self.tid.or(other.tid);
+        self.rank = self.rank.or(other.rank);
+        self.local_rank = self.local_rank.or(other.local_rank);
+        self.task = self.task.or(other.task);
+    }
+}
+
+/// Log level of the line as its writer printed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Trace,
+    #[default]
+    Info,
+    Warn,
+    Error,
+    Fatal,
+}
+
+impl Level {
+    /// Reads the level words and letters of NCCL, c10, glog and Python logging.
+    pub fn from_word(word: &str) -> Option<Level> {
+        Some(match word {
+            "TRACE" | "V" | "DEBUG" | "debug" => Level::Trace,
+            "INFO" | "I" | "info" | "notice" => Level::Info,
+            "WARN" | "WARNING" | "W" | "warn" | "warning" => Level::Warn,
+            "ERROR" | "E" | "error" | "err" => Level::Error,
+            "FATAL" | "F" | "CRITICAL" | "C" | "crit" | "alert" | "emerg" => Level::Fatal,
+            _ => return None,
+        })
+    }
+}
+
+/// A field value extracted from a line.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(untagged)]
+pub enum Value {
+    Int(i64),
+    Text(Box<str>),
+}
+
+impl Value {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => Some(*v),
+            Value::Text(t) => t.parse().ok(),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(t) => Some(t),
+            Value::Int(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// Named fields of an event, kept sorted by name so output order is stable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fields(Vec<(Box<str>, Value)>);
+
+impl Fields {
+    pub fn insert(&mut self, name: &str, value: Value) {
+        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (name.into(), value)),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(Value::as_int)
+    }
+
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(Value::as_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Declares `EventKind` with its snake_case names (used in grammars and JSON) and
+/// the list of all kinds, from one table so the three cannot drift apart.
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// What a line means. Grammar entries name one of these (snake_case) as their
+        /// `event`; the diagnosis matches on them. A new message that means an existing
+        /// kind is a grammar edit; a new kind of fact is a new row here.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum EventKind { $($(#[$doc])* $variant,)* }
+
+        impl EventKind {
+            /// All kinds, in declaration order.
+            pub const ALL: &'static [EventKind] = &[$(EventKind::$variant,)*];
+
+            /// The snake_case name used in grammars and JSON.
+            pub fn name(self) -> &'static str {
+                match self { $(EventKind::$variant => $name,)* }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    // NCCL: identity and topology
+    NcclVersion => "nccl_version",
+    NcclCommInit => "nccl_comm_init",
+    NcclCommTeardown => "nccl_comm_teardown",
+    NcclBootstrapIface => "nccl_bootstrap_iface",
+    NcclNetIb => "nccl_net_ib",
+    NcclNetSocket => "nccl_net_socket",
+    NcclNetSelected => "nccl_net_selected",
+    NcclChannel => "nccl_channel",
+    NcclEnvSetting => "nccl_env_setting",
+    // NCCL: failures
+    IbCompletionError => "ib_completion_error",
+    IbAsyncEvent => "ib_async_event",
+    VerbsCallFailed => "verbs_call_failed",
+    SocketError => "socket_error",
+    BootstrapError => "bootstrap_error",
+    ProxyError => "proxy_error",
+    CudaFailure => "cuda_failure",
+    NcclErrorChain => "nccl_error_chain",
+    /// A NCCL WARN line no specific pattern knows.
+    NcclWarn => "nccl_warn",
+    // PyTorch ProcessGroupNCCL
+    WatchdogTimeout => "watchdog_timeout",
+    PgStatus => "pg_status",
+    WatchdogException => "watchdog_exception",
+    ProcessTakenDown => "process_taken_down",
+    NcclErrorReport => "nccl_error_report",
+    CommAborted => "comm_aborted",
+    HeartbeatStuck => "heartbeat_stuck",
+    DumpSignal => "dump_signal",
+    CollectiveMismatch => "collective_mismatch",
+    // launchers and process death
+    WorkerFailed => "worker_failed",
+    ClosingSignal => "closing_signal",
+    ChildFailedRoot => "child_failed_root",
+    ChildFailedField => "child_failed_field",
+    TaskExited => "task_exited",
+    ProcessSignaled => "process_signaled",
+    PythonTraceback => "python_traceback",
+    PythonException => "python_exception",
+    JobCancelled => "job_cancelled",
+    JobCompleted => "job_completed",
+}
+
+impl EventKind {
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        Self::ALL.iter().copied().find(|k| k.name() == name)
+    }
+}
+
+/// One interesting line, typed.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub kind: EventKind,
+    /// Id of the grammar pattern that matched (`nccl.ib_completion.v2_20`).
+    pub pattern: std::sync::Arc<str>,
+    pub origin: Origin,
+    pub who: Who,
+    pub level: Level,
+    pub time: RawTime,
+    pub fields: Fields,
+    /// The line as printed (lossily decoded, capped), for evidence.
+    pub text: Box<str>,
+}
+
+impl Event {
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.fields.int(name)
+    }
+
+    pub fn text_field(&self, name: &str) -> Option<&str> {
+        self.fields.text(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_name() {
+        for kind in EventKind::ALL {
+            assert_eq!(EventKind::from_name(kind.name()), Some(*kind));
+        }
+    }
+
+    #[test]
+    fn fields_stay_sorted_and_replace_on_reinsert() {
+        let mut f = Fields::default();
+        f.insert("status", Value::Int(12));
+        f.insert("peer", Value::Text("10.0.0.1".into()));
+        f.insert("status", Value::Int(5));
+        let names: Vec<_> = f.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["peer", "status"]);
+        assert_eq!(f.int("status"), Some(5));
+    }
+}

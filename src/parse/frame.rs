@@ -1,0 +1,173 @@
+//! Framing: peeling the prefixes off a line to find who wrote it, when, at what
+//! level, and where its message starts.
+//!
+//! Prefixes stack in any order real pipelines produce, e.g.
+//! `2019-06-02T16:13:44.884Z: [1,12]<stdout>:host:815:864 [0] … NCCL WARN msg` or
+//! `[default3]:[rank11]:[E1129 12:34:56.789 ProcessGroupNCCL.cpp:607] msg`.
+//! Launcher prefixes and stamps are peeled repeatedly; a writer prefix (NCCL,
+//! c10, glog, Python logging) ends the peeling, because its message follows.
+
+use crate::ingest::launcher::{self, LauncherStyle, Tag};
+use crate::model::{Level, RawTime, Who};
+
+use super::{nccl, stamps, torch};
+
+/// A line with its prefixes read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub who: Who,
+    pub time: RawTime,
+    pub level: Option<Level>,
+    /// The message: the line after every recognised prefix.
+    pub body: &'a [u8],
+    /// The writer prefix was NCCL's.
+    pub nccl: bool,
+}
+
+const MAX_PREFIXES: usize = 8;
+
+pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
+    let mut f = Frame { who: Who::default(), time: RawTime::None, level: None, body: line, nccl: false };
+    let mut pos = 0;
+    for _ in 0..MAX_PREFIXES {
+        let s = &line[pos..];
+        if let Some((n, tag)) = launcher::parse_prefix(s, style) {
+            apply_tag(&mut f.who, tag);
+            pos += n;
+        } else if let Some((t, n)) = leading_stamp(s) {
+            if !f.time.is_some() {
+                f.time = t;
+            }
+            pos += n;
+        } else {
+            pos += writer_prefix(s, &mut f);
+            break;
+        }
+    }
+    f.body = &line[pos..];
+    f
+}
+
+/// Reads a writer prefix (NCCL, c10, glog, Python logging) into `f`; returns
+/// its length (0 when there is none).
+fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
+    if let Some(p) = nccl::parse_prefix(s) {
+        f.who.host = Some(lossy(p.host));
+        f.who.pid = Some(p.pid);
+        f.who.tid = Some(p.tid);
+        f.level = Some(p.level);
+        f.nccl = true;
+        return p.len;
+    }
+    let torch = torch::c10_prefix(s)
+        .or_else(|| torch::glog_prefix(s))
+        .or_else(|| torch::python_logging_prefix(s))
+        .or_else(|| torch::logger_tail_prefix(s));
+    match torch {
+        Some(p) => {
+            f.level = Some(p.level);
+            if p.time.is_some() {
+                f.time = p.time;
+            }
+            p.len
+        }
+        None => 0,
+    }
+}
+
+fn apply_tag(who: &mut Who, tag: Tag<'_>) {
+    match tag {
+        Tag::Rank(r) => who.rank = who.rank.or(Some(r)),
+        Tag::LocalRank(r) => who.local_rank = who.local_rank.or(Some(r)),
+        Tag::Task(t) => who.task = who.task.or(Some(t)),
+        Tag::Host(h) => who.host = who.host.take().or_else(|| Some(lossy(h))),
+        Tag::Actor { pid, node } => {
+            who.pid = who.pid.or(Some(pid));
+            if who.host.is_none() && !node.is_empty() {
+                who.host = Some(lossy(node));
+            }
+        }
+    }
+}
+
+/// A timestamp some tool put in front of the line (NCCL 2.26+, Docker, kubectl,
+/// mpirun `--timestamp-output`, log shippers): (stamp, bytes incl. separator).
+fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
+    match s.first()? {
+        b'[' => {
+            let (t, n) = stamps::date_time(&s[1..])?;
+            (s.get(1 + n) == Some(&b']')).then(|| (t, 1 + n + 1 + spaces(&s[2 + n..])))
+        }
+        b'0'..=b'9' => {
+            if let Some((t, n)) = stamps::date_time(s) {
+                let n = n + usize::from(s.get(n) == Some(&b':'));
+                let sp = spaces(&s[n..]);
+                return (sp > 0).then_some((t, n + sp));
+            }
+            // A bare time of day (`18:11:06.680 `) carries no date: strip it only.
+            let (_, n) = stamps::time(s)?;
+            let sp = spaces(&s[n..]);
+            (n > 8 && sp > 0).then_some((RawTime::None, n + sp))
+        }
+        _ => None,
+    }
+}
+
+fn spaces(s: &[u8]) -> usize {
+    s.iter().take_while(|b| **b == b' ').count()
+}
+
+fn lossy(b: &[u8]) -> Box<str> {
+    String::from_utf8_lossy(b).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(line: &[u8]) -> Frame<'_> {
+        frame(line, &LauncherStyle::default())
+    }
+
+    #[test]
+    fn mpirun_stamp_and_tag_then_nccl_nccl_2_4() {
+        let f = plain(b"2019-06-02T16:13:44.884Z: [1,12]<stdout>:c-57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error");
+        assert_eq!(f.who.rank, Some(12));
+        assert_eq!(f.who.host.as_deref(), Some("c-57"));
+        assert_eq!(f.level, Some(Level::Warn));
+        assert!(f.time.is_some());
+        assert_eq!(f.body, b"NET/IB : Got async event : local catastrophic error");
+    }
+
+    #[test]
+    fn torchrun_tee_stacked_on_c10_torch_2_4() {
+        let f = plain(b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process group watchdog");
+        assert_eq!((f.who.rank, f.who.local_rank), (Some(12), Some(0)));
+        assert!(matches!(f.time, RawTime::NoYear { month: 8, day: 17, .. }));
+        assert!(f.body.starts_with(b"[PG 0 (default_pg) Rank 12]"));
+    }
+
+    #[test]
+    fn nccl_2_26_timestamp_after_an_external_one() {
+        let f = plain(b"2025-11-09 15:39:31.043 +08:00 [2025-11-09 07:39:30] h100-28:238:1313 [0] transport/net_ib.cc:139 NCCL WARN communicator encountered a fatal error");
+        assert_eq!(f.who.host.as_deref(), Some("h100-28"));
+        assert_eq!(f.who.pid, Some(238));
+        assert_eq!(f.body, b"communicator encountered a fatal error");
+    }
+
+    #[test]
+    fn ray_and_time_only_stamps() {
+        let f = plain(b"[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=w-0) [rank15]:[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] x");
+        assert_eq!((f.who.rank, f.who.pid), (Some(15), Some(1230)));
+        assert_eq!(f.body, b"[Rank 1] x");
+        let f = plain(b"18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y");
+        assert_eq!((f.who.rank, f.body), (Some(4), &b"y"[..]));
+    }
+
+    #[test]
+    fn unprefixed_lines_are_all_body() {
+        let f = plain(b"  exitcode  : -6 (pid: 48212)");
+        assert_eq!(f.body, b"  exitcode  : -6 (pid: 48212)");
+        assert_eq!(f.who, Who::default());
+    }
+}

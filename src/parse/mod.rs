@@ -1,0 +1,10 @@
+//! Parse: lines to typed events. One module per source format's prefix; the
+//! messages themselves are grammar data (`grammars/`).
+
+pub mod frame;
+pub mod nccl;
+pub mod scan;
+pub mod stamps;
+pub mod torch;
+
+pub use scan::{parse_file, parse_stream, FileParse};

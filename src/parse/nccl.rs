@@ -1,0 +1,115 @@
+//! NCCL debug output: the line prefix.
+//!
+//! ```text
+//! node17:48211:48593 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.3.0.17<0>
+//! [2025-05-02 14:03:11] node17:48211:48593 [3] transport/net_ib.cc:2353 NCCL WARN NET/IB: Got completion …
+//! node17:48211:48593 [3] 1234.567890 ncclProxyProgress:123 NCCL TRACE …
+//! node17:48211:48593 [3] transport/net_ib.cc:139 (ncclIbTest) NCCL WARN …     (2.30.7)
+//! ```
+//! `HOST` is `gethostname()` cut at the first dot, `PID:TID` the process and
+//! kernel thread ids, `[DEV]` the logging thread's CUDA device (process-local,
+//! never a rank). The optional timestamp (2.26+) is read by the framer like any
+//! other leading stamp. The messages themselves are matched by
+//! `grammars/nccl.toml`.
+
+use crate::ingest::launcher::digits;
+use crate::model::Level;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NcclPrefix<'a> {
+    pub host: &'a [u8],
+    pub pid: u32,
+    pub tid: u32,
+    pub level: Level,
+    /// Bytes up to the message (after `NCCL LEVEL `).
+    pub len: usize,
+}
+
+/// The level words NCCL prints after `NCCL `.
+const LEVELS: &[(&[u8], Level)] = &[
+    (b"INFO", Level::Info),
+    (b"WARN", Level::Warn),
+    (b"TRACE", Level::Trace),
+    (b"CALL", Level::Trace),
+    (b"ABORT", Level::Error),
+];
+
+/// Parses `HOST:PID:TID [DEV] … NCCL LEVEL ` at the start of `s`.
+pub fn parse_prefix(s: &[u8]) -> Option<NcclPrefix<'_>> {
+    let host_len = s
+        .iter()
+        .take(256)
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        .count();
+    if host_len == 0 || s.get(host_len) != Some(&b':') {
+        return None;
+    }
+    let mut i = host_len + 1;
+    let (pid, n) = digits(&s[i..])?;
+    i += n;
+    if s.get(i) != Some(&b':') {
+        return None;
+    }
+    let (tid, n) = digits(&s[i + 1..])?;
+    i += 1 + n;
+    let (level, len) = level_after(&s[i..])?;
+    Some(NcclPrefix { host: &s[..host_len], pid: pid as u32, tid: tid as u32, level, len: i + len })
+}
+
+/// Finds ` NCCL LEVEL ` within the short stretch after `PID:TID` (device,
+/// source location, TRACE milliseconds): (level, bytes to the message).
+fn level_after(s: &[u8]) -> Option<(Level, usize)> {
+    let window = &s[..s.len().min(160)];
+    let mut from = 0;
+    while let Some(at) = memchr::memmem::find(&window[from..], b"NCCL ") {
+        let word_at = from + at + 5;
+        for (word, level) in LEVELS {
+            if window[word_at..].starts_with(word) {
+                let end = word_at + word.len();
+                let body = end + usize::from(s.get(end) == Some(&b' '));
+                return Some((*level, body));
+            }
+        }
+        from = word_at;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_line_2_21() {
+        let line = b"node17:48211:48593 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB";
+        let p = parse_prefix(line).unwrap();
+        assert_eq!((p.host, p.pid, p.tid, p.level), (&b"node17"[..], 48211, 48593, Level::Info));
+        assert_eq!(&line[p.len..], b"NET/IB : Using [0]mlx5_0:1/IB");
+    }
+
+    #[test]
+    fn warn_line_with_source_location_2_18() {
+        let line = b"gpu004:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed";
+        let p = parse_prefix(line).unwrap();
+        assert_eq!(p.level, Level::Warn);
+        assert!(line[p.len..].starts_with(b"socketProgress"));
+    }
+
+    #[test]
+    fn warn_line_with_function_2_30_7() {
+        let line = b"h:1:2 [0] transport/net_ib.cc:139 (ncclIbTest) NCCL WARN boom";
+        assert_eq!(&line[parse_prefix(line).unwrap().len..], b"boom");
+    }
+
+    #[test]
+    fn trace_line_has_milliseconds_before_the_function() {
+        let line = b"h:1:2 [0] 1234.567890 ncclProxyProgress:123 NCCL TRACE x";
+        assert_eq!(parse_prefix(line).unwrap().level, Level::Trace);
+    }
+
+    #[test]
+    fn not_nccl() {
+        assert!(parse_prefix(b"WARNING:torch.distributed:hello").is_none());
+        assert!(parse_prefix(b"12:34:56 hello").is_none());
+    }
+}

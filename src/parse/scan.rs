@@ -1,0 +1,167 @@
+//! Scanning one file: stream its lines, find the few a grammar can match, and
+//! turn those into events.
+//!
+//! The literal prefilter runs over whole chunks of many lines at once; only the
+//! lines it hits are framed, decoded or matched. Every other line costs one pass
+//! of the automaton and a newline count.
+
+use std::io::{self, Read};
+
+use crate::grammar::{Grammar, PatternIdx};
+use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
+use crate::ingest::open::open_decompressed;
+use crate::ingest::sniff::{sniff, FileKind, FileProfile, SNIFF_BYTES};
+use crate::ingest::InputFile;
+use crate::model::{Event, Origin, Who};
+
+use super::frame::frame;
+
+/// Evidence text is capped so one pathological line cannot bloat the report.
+const MAX_EVIDENCE_CHARS: usize = 2000;
+
+/// What parsing one file produced.
+#[derive(Debug, Default)]
+pub struct FileParse {
+    pub events: Vec<Event>,
+    pub stats: LineStats,
+    pub matched_lines: u64,
+    /// Matched lines that were not valid UTF-8 (decoded lossily).
+    pub lossy_lines: u64,
+    /// Why the file was not read at all (binary, unreadable, empty).
+    pub skipped: Option<String>,
+    /// Why reading stopped early (truncated archive, I/O error); the events up
+    /// to that point are kept.
+    pub partial: Option<String>,
+}
+
+/// Parses one input file with `grammar`.
+pub fn parse_file(file: &InputFile, grammar: &Grammar) -> FileParse {
+    let stream = match open_decompressed(&file.path) {
+        Ok((stream, _)) => stream,
+        Err(e) => return FileParse { skipped: Some(format!("cannot open: {e}")), ..Default::default() },
+    };
+    parse_stream(stream, file, grammar)
+}
+
+/// Parses an already opened stream (a decompressed file or archive member).
+pub fn parse_stream(mut stream: impl Read, file: &InputFile, grammar: &Grammar) -> FileParse {
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut stream).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
+        return FileParse { skipped: Some(format!("cannot read: {e}")), ..Default::default() };
+    }
+    let profile = sniff(&head);
+    match profile.kind {
+        FileKind::Log => {}
+        FileKind::Empty => return FileParse { skipped: Some("empty file".into()), ..Default::default() },
+        FileKind::Binary { why } => return FileParse { skipped: Some(why.into()), ..Default::default() },
+    }
+    let mut scanner = Scanner::new(file, grammar, &profile);
+    let mut reader = ChunkReader::new(io::Cursor::new(head).chain(stream));
+    loop {
+        match reader.next_chunk() {
+            Ok(Some(chunk)) => scanner.scan_chunk(&chunk),
+            Ok(None) => break,
+            Err(e) => {
+                scanner.out.partial = Some(format!(
+                    "reading stopped after line {}: {e}",
+                    reader.stats().lines
+                ));
+                break;
+            }
+        }
+    }
+    scanner.out.stats = reader.stats();
+    scanner.out
+}
+
+struct Scanner<'a> {
+    file: &'a InputFile,
+    grammar: &'a Grammar,
+    profile: &'a FileProfile,
+    base_who: Who,
+    candidates: Vec<PatternIdx>,
+    out: FileParse,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(file: &'a InputFile, grammar: &'a Grammar, profile: &'a FileProfile) -> Self {
+        let hints = &file.hints;
+        let base_who = Who {
+            host: hints.host.as_deref().map(Into::into),
+            pid: hints.pid,
+            tid: None,
+            rank: hints.rank,
+            local_rank: hints.local_rank,
+            task: None,
+        };
+        Scanner { file, grammar, profile, base_who, candidates: Vec::new(), out: FileParse::default() }
+    }
+
+    /// Groups the chunk's literal hits by line and matches each hit line once.
+    fn scan_chunk(&mut self, chunk: &Chunk<'_>) {
+        let data = chunk.data;
+        let mut line_no = chunk.first_line;
+        let mut counted_to = 0usize;
+        let mut current: Option<(usize, usize)> = None;
+        let hits: Vec<(usize, u32)> = self.grammar.literal_hits(data).collect();
+        for (at, lit) in hits {
+            if let Some((start, end)) = current {
+                if at < end {
+                    self.candidates.extend_from_slice(self.grammar.owners(lit));
+                    continue;
+                }
+                self.finish_line(&data[start..end], line_no);
+            }
+            let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |p| p + 1);
+            let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |p| at + p);
+            line_no += memchr::memchr_iter(b'\n', &data[counted_to..start]).count() as u64;
+            counted_to = start;
+            current = Some((start, end));
+            self.candidates.clear();
+            self.candidates.extend_from_slice(self.grammar.owners(lit));
+        }
+        if let Some((start, end)) = current {
+            self.finish_line(&data[start..end], line_no);
+        }
+    }
+
+    fn finish_line(&mut self, line: &[u8], line_no: u64) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        self.candidates.sort_unstable();
+        self.candidates.dedup();
+        let framed = frame(line, &self.profile.launcher);
+        let body_start = line.len() - framed.body.len();
+        let Some(m) = self.grammar.match_line(&self.candidates, line, body_start) else {
+            return;
+        };
+        let mut who = framed.who;
+        who.fill_from(&self.base_who);
+        let text = evidence_text(line, &mut self.out.lossy_lines);
+        self.out.matched_lines += 1;
+        self.out.events.push(Event {
+            kind: m.pattern.kind,
+            pattern: m.pattern.id.clone(),
+            origin: Origin { file: self.file.id, line: line_no },
+            who,
+            level: framed.level.or(m.pattern.level).unwrap_or_default(),
+            time: framed.time,
+            fields: m.fields,
+            text,
+        });
+    }
+}
+
+fn evidence_text(line: &[u8], lossy_lines: &mut u64) -> Box<str> {
+    let text = match std::str::from_utf8(line) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => {
+            *lossy_lines += 1;
+            String::from_utf8_lossy(line)
+        }
+    };
+    let text = text.trim_end();
+    match text.char_indices().nth(MAX_EVIDENCE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]).into(),
+        None => text.into(),
+    }
+}
