@@ -73,7 +73,7 @@ impl Level {
             "INFO" | "I" | "info" | "notice" => Level::Info,
             "WARN" | "WARNING" | "W" | "warn" | "warning" => Level::Warn,
             "ERROR" | "E" | "error" | "err" => Level::Error,
-            "FATAL" | "F" | "CRITICAL" | "C" | "crit" | "alert" | "emerg" => Level::Fatal,
+            "FATAL" | "F" | "CRITICAL" | "C" | "fatal" | "crit" | "alert" | "emerg" => Level::Fatal,
             _ => return None,
         })
     }

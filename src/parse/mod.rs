@@ -4,6 +4,7 @@
 pub mod frame;
 pub mod nccl;
 pub mod scan;
+pub mod selftest;
 pub mod stamps;
 pub mod torch;
 
