@@ -8,6 +8,7 @@
 
 mod compile;
 mod fields;
+pub mod knowledge;
 pub mod spec;
 
 pub use compile::{Grammar, Match, Pattern, PatternIdx};

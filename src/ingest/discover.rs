@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
-use super::path_hints::PathHints;
+use super::path_hints::{hints_from_path, PathHints};
 use super::{IngestError, Skipped};
 use crate::model::FileId;
 
@@ -70,7 +70,7 @@ fn visit(out: &mut Discovery, root: &Path, entry: walkdir::DirEntry) {
 
 fn push_file(out: &mut Discovery, path: PathBuf, display: String, size: u64) {
     let id = FileId(out.files.len() as u32);
-    let hints = PathHints::from_relative_path(&display);
+    let hints = hints_from_path(&display);
     out.files.push(InputFile { id, display, path, size, hints });
 }
 

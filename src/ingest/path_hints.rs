@@ -9,16 +9,7 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PathHints {
-    pub host: Option<String>,
-    pub pid: Option<u32>,
-    pub rank: Option<u32>,
-    pub local_rank: Option<u32>,
-    /// The folder that holds exactly one worker process's files (torchrun
-    /// log-dir): every file in it belongs to the same rank.
-    pub process_dir: Option<String>,
-}
+pub use crate::model::PathHints;
 
 static NCCL_DEBUG_FILE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^nccl[._-](?P<host>[A-Za-z0-9][A-Za-z0-9-]*)[._-](?P<pid>\d+)(?:\.(?:log|txt|out))?$")
@@ -33,15 +24,14 @@ static NOT_A_HOST: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
-impl PathHints {
-    /// Reads hints from a `/`-separated path relative to the job root.
-    pub fn from_relative_path(path: &str) -> PathHints {
+/// Reads hints from a `/`-separated path relative to the job root.
+pub fn hints_from_path(path: &str) -> PathHints {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let mut hints = PathHints::default();
         let Some((file, dirs)) = parts.split_last() else {
             return hints;
         };
-        hints.read_torchrun_log_dir(dirs);
+        read_torchrun_log_dir(&mut hints, dirs);
         if let Some(c) = NCCL_DEBUG_FILE.captures(file) {
             hints.host = Some(c["host"].to_string());
             hints.pid = c["pid"].parse().ok();
@@ -55,16 +45,15 @@ impl PathHints {
             hints.host = dirs.iter().find(|d| looks_like_host(d)).map(|d| d.to_string());
         }
         hints
-    }
+}
 
-    /// `…/attempt_0/3/stdout.log`: the folder `3` is local rank 3's own.
-    fn read_torchrun_log_dir(&mut self, dirs: &[&str]) {
-        let n = dirs.len();
-        if n >= 2 && dirs[n - 2].starts_with("attempt_") {
-            if let Ok(local) = dirs[n - 1].parse::<u32>() {
-                self.local_rank = Some(local);
-                self.process_dir = Some(dirs.join("/"));
-            }
+/// `…/attempt_0/3/stdout.log`: the folder `3` is local rank 3's own.
+fn read_torchrun_log_dir(hints: &mut PathHints, dirs: &[&str]) {
+    let n = dirs.len();
+    if n >= 2 && dirs[n - 2].starts_with("attempt_") {
+        if let Ok(local) = dirs[n - 1].parse::<u32>() {
+            hints.local_rank = Some(local);
+            hints.process_dir = Some(dirs.join("/"));
         }
     }
 }
@@ -79,7 +68,7 @@ mod tests {
 
     #[test]
     fn torchrun_log_dir_names_the_local_rank_and_host_folder() {
-        let h = PathHints::from_relative_path("node002/logs/abc_x1/attempt_0/1/stderr.log");
+        let h = hints_from_path("node002/logs/abc_x1/attempt_0/1/stderr.log");
         assert_eq!(h.local_rank, Some(1));
         assert_eq!(h.host.as_deref(), Some("node002"));
         assert_eq!(h.process_dir.as_deref(), Some("node002/logs/abc_x1/attempt_0/1"));
@@ -87,21 +76,21 @@ mod tests {
 
     #[test]
     fn nccl_debug_file_names_host_and_pid() {
-        let h = PathHints::from_relative_path("logs/nccl.gpu-node17.48211");
+        let h = hints_from_path("logs/nccl.gpu-node17.48211");
         assert_eq!(h.host.as_deref(), Some("gpu-node17"));
         assert_eq!(h.pid, Some(48211));
     }
 
     #[test]
     fn rank_in_file_name() {
-        assert_eq!(PathHints::from_relative_path("out/rank_12.log").rank, Some(12));
-        assert_eq!(PathHints::from_relative_path("out/train-rank3.txt").rank, Some(3));
-        assert_eq!(PathHints::from_relative_path("out/frankly.txt").rank, None);
+        assert_eq!(hints_from_path("out/rank_12.log").rank, Some(12));
+        assert_eq!(hints_from_path("out/train-rank3.txt").rank, Some(3));
+        assert_eq!(hints_from_path("out/frankly.txt").rank, None);
     }
 
     #[test]
     fn generic_folder_names_are_not_hosts() {
-        assert_eq!(PathHints::from_relative_path("logs/attempt_0/x.log").host, None);
-        assert_eq!(PathHints::from_relative_path("slurm-123/x.log").host, None);
+        assert_eq!(hints_from_path("logs/attempt_0/x.log").host, None);
+        assert_eq!(hints_from_path("slurm-123/x.log").host, None);
     }
 }

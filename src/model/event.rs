@@ -10,7 +10,7 @@ use std::fmt;
 use super::time::RawTime;
 
 /// Index of an input file in the job's file table (`Job::files`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
 pub struct FileId(pub u32);
 
 /// Where a line came from: file and 1-based line number.

@@ -1,7 +1,16 @@
-//! The ground floor: the event and job types every stage shares.
+//! The ground floor: the event and job types every stage shares, and the
+//! model stage that joins events into a job.
 
+pub mod build;
+pub mod cause;
 pub mod event;
+pub mod job;
 pub mod time;
 
 pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
+pub use job::{
+    Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PgRankState,
+    RankInfo,
+};
+pub use cause::CauseKind;
 pub use time::RawTime;

@@ -1,0 +1,164 @@
+//! The knowledge base (`grammars/knowledge.toml`): the cause catalogue with
+//! summary and remedy templates, the rules telling victims from culprits, and
+//! the code tables (ibv_wc_status, ncclResult) used to explain lines.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use super::GrammarError;
+use crate::model::build::ConsequenceRules;
+use crate::model::CauseKind;
+
+const KNOWLEDGE: &str = include_str!("../../grammars/knowledge.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KnowledgeFile {
+    cause: Vec<CauseSpec>,
+    consequences: ConsequenceSpec,
+    ibv_wc_status: Vec<CodeSpec>,
+    nccl_result: Vec<CodeSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CauseSpec {
+    kind: String,
+    title: String,
+    summary: String,
+    remedy: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsequenceSpec {
+    exception_types: Vec<String>,
+    message_markers: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodeSpec {
+    code: i64,
+    name: String,
+    meaning: String,
+}
+
+/// One cause's text.
+#[derive(Debug, Clone)]
+pub struct CauseText {
+    pub title: String,
+    pub summary: String,
+    pub remedy: String,
+}
+
+/// A code's name and what it means.
+#[derive(Debug, Clone)]
+pub struct CodeText {
+    pub name: String,
+    pub meaning: String,
+}
+
+#[derive(Debug)]
+pub struct Knowledge {
+    causes: BTreeMap<CauseKind, CauseText>,
+    pub consequences: ConsequenceRules,
+    ibv_wc_status: BTreeMap<i64, CodeText>,
+    nccl_result: BTreeMap<i64, CodeText>,
+}
+
+impl Knowledge {
+    pub fn builtin() -> Result<Knowledge, GrammarError> {
+        Knowledge::parse("knowledge.toml", KNOWLEDGE)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Knowledge, GrammarError> {
+        let raw: KnowledgeFile =
+            toml::from_str(text).map_err(|source| GrammarError::Toml { file: file.into(), source })?;
+        let mut causes = BTreeMap::new();
+        for c in raw.cause {
+            let kind = CauseKind::from_name(&c.kind).ok_or_else(|| GrammarError::Pattern {
+                file: file.into(),
+                id: c.kind.clone(),
+                reason: "not a cause kind of docs/verdict.md".into(),
+            })?;
+            causes.insert(kind, CauseText { title: c.title, summary: c.summary, remedy: c.remedy });
+        }
+        if let Some(missing) = CauseKind::ALL.iter().find(|k| !causes.contains_key(k)) {
+            return Err(GrammarError::Pattern {
+                file: file.into(),
+                id: missing.name().into(),
+                reason: "cause kind has no entry".into(),
+            });
+        }
+        let table = |v: Vec<CodeSpec>| {
+            v.into_iter().map(|c| (c.code, CodeText { name: c.name, meaning: c.meaning })).collect()
+        };
+        Ok(Knowledge {
+            causes,
+            consequences: ConsequenceRules {
+                exception_types: raw.consequences.exception_types,
+                message_markers: raw.consequences.message_markers,
+            },
+            ibv_wc_status: table(raw.ibv_wc_status),
+            nccl_result: table(raw.nccl_result),
+        })
+    }
+
+    pub fn cause(&self, kind: CauseKind) -> &CauseText {
+        &self.causes[&kind]
+    }
+
+    pub fn wc_status(&self, code: i64) -> Option<&CodeText> {
+        self.ibv_wc_status.get(&code)
+    }
+
+    pub fn nccl_result(&self, code: i64) -> Option<&CodeText> {
+        self.nccl_result.get(&code)
+    }
+}
+
+/// Fills `{name}` placeholders; a name without a value becomes `?`.
+pub fn fill_template(template: &str, values: &BTreeMap<&str, String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if after[..close].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                let name = &after[..close];
+                out.push_str(values.get(name).map(String::as_str).unwrap_or("?"));
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_knowledge_covers_every_cause_kind() {
+        let k = Knowledge::builtin().unwrap();
+        for kind in CauseKind::ALL {
+            assert!(!k.cause(*kind).remedy.is_empty(), "{kind}");
+        }
+        assert_eq!(k.wc_status(12).unwrap().name, "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(k.nccl_result(6).unwrap().name, "ncclRemoteError");
+    }
+
+    #[test]
+    fn templates_fill_known_names_and_mark_missing_ones() {
+        let mut v = BTreeMap::new();
+        v.insert("host", "node5".to_string());
+        assert_eq!(fill_template("on {host} port {port} {not a name}", &v), "on node5 port ? {not a name}");
+    }
+}

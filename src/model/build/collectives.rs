@@ -1,0 +1,89 @@
+//! Each rank's view of each process group: the collective its watchdog failed
+//! on and its last enqueued / completed sequence numbers.
+//!
+//! Watchdog timeout lines name the rank and the work (SeqNum, OpType) but not
+//! the group before torch 2.3; the status lines of 2.3+ name the group and the
+//! last enqueued / completed numbers. They are paired by (rank, seq). Without
+//! a status line the default group is assumed, and since NCCL work completes in
+//! order, a timeout at S means the last completed work is S − 1.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Event, EventKind, Job, PgRankState};
+
+pub fn collect(job: &mut Job) {
+    let pg_of = pg_by_rank_and_seq(&job.events);
+    let mut states: BTreeMap<(String, u32), PgRankState> = BTreeMap::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        let Some(rank) = ev.who.rank else { continue };
+        match ev.kind {
+            EventKind::WatchdogTimeout => {
+                let seq = ev.int("seq");
+                let pg = seq.and_then(|s| pg_of.get(&(rank, s)).cloned()).unwrap_or_else(|| "0".into());
+                let st = states.entry((pg, rank)).or_default();
+                st.timed_out = true;
+                record_work(st, ev);
+                st.evidence.push(idx);
+            }
+            EventKind::WatchdogException if ev.int("seq").is_some() => {
+                let seq = ev.int("seq");
+                let pg = pg_field(ev)
+                    .or_else(|| seq.and_then(|s| pg_of.get(&(rank, s)).cloned()))
+                    .unwrap_or_else(|| "0".into());
+                let st = states.entry((pg, rank)).or_default();
+                st.timed_out |= ev.text_field("reason").is_some_and(|r| r.contains("timeout"));
+                record_work(st, ev);
+                st.evidence.push(idx);
+            }
+            EventKind::PgStatus | EventKind::DumpSignal => {
+                let pg = pg_field(ev).unwrap_or_else(|| "0".into());
+                let st = states.entry((pg, rank)).or_default();
+                if ev.kind == EventKind::PgStatus {
+                    st.failed_seq = st.failed_seq.or(ev.int("seq"));
+                }
+                st.last_enqueued = max_opt(st.last_enqueued, ev.int("last_enqueued"));
+                st.last_completed = max_opt(st.last_completed, ev.int("last_completed"));
+                st.evidence.push(idx);
+            }
+            _ => {}
+        }
+    }
+    for st in states.values_mut() {
+        if let Some(seq) = st.failed_seq {
+            st.last_completed = st.last_completed.or(Some(seq - 1));
+            st.last_enqueued = max_opt(st.last_enqueued, Some(seq));
+        }
+    }
+    job.pg_states = states;
+}
+
+fn record_work(st: &mut PgRankState, ev: &Event) {
+    st.failed_seq = st.failed_seq.or(ev.int("seq"));
+    if st.op.is_none() {
+        st.op = ev.text_field("op").map(str::to_string);
+    }
+    st.numel_in = st.numel_in.or(ev.int("numel_in"));
+    st.numel_out = st.numel_out.or(ev.int("numel_out"));
+    st.timeout_ms = st.timeout_ms.or(ev.int("timeout_ms"));
+}
+
+/// The process group an event names (`[PG 0 …]`, `[PG ID 4 …]`).
+fn pg_field(ev: &Event) -> Option<String> {
+    ev.text_field("pg").map(str::to_string)
+}
+
+/// (rank, seq) → process group id, from the status lines that name both.
+fn pg_by_rank_and_seq(events: &[Event]) -> BTreeMap<(u32, i64), String> {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::PgStatus)
+        .filter_map(|e| Some(((e.who.rank?, e.int("seq")?), pg_field(e)?)))
+        .collect()
+}
+
+fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}

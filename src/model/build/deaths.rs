@@ -1,0 +1,268 @@
+//! Process deaths, from every source that reports them: Python exceptions,
+//! fatal signals, the torchrun agent (`failed (exitcode: …)`, ChildFailedError),
+//! mpirun and srun.
+//!
+//! A death is marked a *consequence* when it is what PyTorch does after a
+//! collective failed (DistBackendError, the watchdog's SIGABRT, the agent's
+//! SIGTERM to survivors): such a rank is a victim. Which exception types and
+//! messages mean that is data (`grammars/knowledge.toml`).
+
+use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RawTime};
+
+use super::short_host;
+
+/// What marks a death as a consequence of a collective failure.
+#[derive(Debug, Clone, Default)]
+pub struct ConsequenceRules {
+    /// Exception type names (last dotted component) raised *because* NCCL failed.
+    pub exception_types: Vec<String>,
+    /// Message fragments that mean the same.
+    pub message_markers: Vec<String>,
+}
+
+impl ConsequenceRules {
+    pub fn is_consequence(&self, exc_type: &str, message: &str) -> bool {
+        let short = exc_type.rsplit(['.', ':']).next().unwrap_or(exc_type);
+        self.exception_types.iter().any(|t| t == short)
+            || self.message_markers.iter().any(|m| message.contains(m.as_str()))
+    }
+}
+
+pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
+    let mut deaths = Vec::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        let death = match ev.kind {
+            EventKind::PythonException => python_exception(ev, idx, rules),
+            EventKind::WorkerFailed => worker_failed(job, ev, idx),
+            EventKind::ProcessSignaled => process_signaled(ev, idx, rules),
+            EventKind::TaskExited => task_exited(job, ev, idx),
+            _ => None,
+        };
+        deaths.extend(death);
+    }
+    deaths.extend(child_failed_blocks(job));
+    job.deaths = deaths;
+}
+
+fn death(ev: &Event, idx: EventIdx, kind: DeathKind, reason: String) -> Death {
+    Death {
+        rank: ev.who.rank,
+        host: ev.who.host.as_deref().map(str::to_string),
+        pid: ev.who.pid,
+        kind,
+        exitcode: None,
+        signal: None,
+        reason,
+        consequence: false,
+        time: ev.time,
+        evidence: vec![idx],
+    }
+}
+
+fn python_exception(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Option<Death> {
+    ev.who.rank?;
+    let exc = ev.text_field("exc_type")?;
+    let message = ev.text_field("message").unwrap_or("");
+    let reason = if message.is_empty() { exc.to_string() } else { format!("{exc}: {message}") };
+    let mut d = death(ev, idx, DeathKind::Exception, reason);
+    d.consequence = rules.is_consequence(exc, message);
+    Some(d)
+}
+
+/// The torchrun agent names the worker by local rank and pid, on its own host.
+fn worker_failed(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+    let exitcode = ev.int("exitcode");
+    let pid = ev.int("worker_pid").map(|p| p as u32);
+    let local = ev.int("worker_local_rank").map(|l| l as u32);
+    let host = ev.who.host.as_deref().map(short_host);
+    let rank = job
+        .ranks
+        .values()
+        .find(|r| {
+            let same_host = host.is_none() || r.host.as_deref() == host;
+            same_host && ((pid.is_some() && r.pid == pid) || (host.is_some() && local.is_some() && r.local_rank == local))
+        })
+        .map(|r| r.rank);
+    let mut d = death(ev, idx, exit_kind(exitcode), exit_reason("worker", exitcode));
+    d.rank = rank;
+    d.pid = pid;
+    d.exitcode = exitcode;
+    d.signal = exitcode.filter(|&c| c < 0).and_then(|c| signal_name(-c)).map(str::to_string);
+    d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
+    Some(d)
+}
+
+fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Option<Death> {
+    let signal = ev
+        .text_field("signal_name")
+        .map(str::to_string)
+        .or_else(|| ev.int("signal").and_then(signal_name).map(str::to_string))
+        .or_else(|| ev.text_field("what").filter(|w| w.contains("Segmentation")).map(|_| "SIGSEGV".into()));
+    let exception = ev.text_field("exception").unwrap_or("");
+    let mut d = death(ev, idx, DeathKind::Signal, ev.text.to_string());
+    d.rank = ev.int("failed_rank").map(|r| r as u32).or(ev.who.rank);
+    d.pid = ev.int("worker_pid").map(|p| p as u32).or(ev.who.pid);
+    if let Some(node) = ev.text_field("node") {
+        d.host = Some(short_host(node).to_string());
+    }
+    d.consequence = !exception.is_empty() && rules.is_consequence(exception, "");
+    d.signal = signal;
+    d.rank?;
+    Some(d)
+}
+
+/// `srun: error: node07: tasks 8-15: Aborted (core dumped)`: task ids are
+/// ranks only with one task per rank, which the identity stage decided.
+fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+    let what = ev.text_field("what")?;
+    let signal = if what.contains("Aborted") {
+        Some("SIGABRT")
+    } else if what.contains("Killed") || what.contains("Out Of Memory") {
+        Some("SIGKILL")
+    } else if what.contains("Segmentation") {
+        Some("SIGSEGV")
+    } else {
+        None
+    };
+    let tasks = expand_ranges(ev.text_field("tasks")?);
+    let task_ranks = job.events.iter().any(|e| e.who.task.is_some() && e.who.task == e.who.rank);
+    if !task_ranks || tasks.len() != 1 {
+        return None;
+    }
+    let mut d = death(ev, idx, if signal.is_some() { DeathKind::Signal } else { DeathKind::ExitCode }, format!("srun: {what}"));
+    d.rank = Some(tasks[0]);
+    d.host = ev.text_field("hosts").map(|h| short_host(h).to_string());
+    d.signal = signal.map(str::to_string);
+    d.consequence = signal == Some("SIGABRT");
+    Some(d)
+}
+
+/// ChildFailedError blocks: a `Root Cause` / `Failures:` header followed by
+/// indented `field : value` lines, each line its own event.
+fn child_failed_blocks(job: &Job) -> Vec<Death> {
+    let mut out = Vec::new();
+    let mut current: Option<(Death, u64)> = None;
+    for (idx, ev) in job.events.iter().enumerate() {
+        match ev.kind {
+            EventKind::ChildFailedRoot => {
+                out.extend(current.take().map(|(d, _)| d).filter(|d| d.rank.is_some()));
+                let mut d = death(ev, idx, DeathKind::ExitCode, String::new());
+                d.rank = None;
+                d.host = None;
+                d.pid = None;
+                current = Some((d, ev.origin.line));
+            }
+            EventKind::ChildFailedField => {
+                let Some((d, last_line)) = current.as_mut() else { continue };
+                let same_file = job.events[d.evidence[0]].origin.file == ev.origin.file;
+                if !same_file || ev.origin.line > *last_line + 12 {
+                    continue;
+                }
+                *last_line = ev.origin.line;
+                d.evidence.push(idx);
+                apply_child_field(d, ev);
+            }
+            _ => {}
+        }
+    }
+    out.extend(current.map(|(d, _)| d).filter(|d| d.rank.is_some()));
+    out
+}
+
+fn apply_child_field(d: &mut Death, ev: &Event) {
+    match ev.text_field("field") {
+        Some("rank") => d.rank = ev.int("failed_rank").map(|r| r as u32),
+        Some("host") => d.host = ev.text_field("value").map(|h| short_host(h).to_string()),
+        Some("exitcode") => {
+            d.exitcode = ev.int("exitcode");
+            d.pid = ev.int("worker_pid").map(|p| p as u32);
+            d.kind = exit_kind(d.exitcode);
+            d.signal = d.exitcode.filter(|&c| c < 0).and_then(|c| signal_name(-c)).map(str::to_string);
+            d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
+            d.reason = exit_reason("worker", d.exitcode);
+        }
+        Some("time") => {
+            let stamp = ev.text_field("value").unwrap_or("");
+            if let Ok(t) = chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d_%H:%M:%S") {
+                d.time = RawTime::Local(t);
+            }
+        }
+        Some("traceback") => {
+            if let Some(name) = ev.text_field("signal_name") {
+                d.signal = Some(name.to_string());
+            }
+        }
+        _ => {}
+    }
+}
+
+fn exit_kind(code: Option<i64>) -> DeathKind {
+    if code.is_some_and(|c| c < 0) { DeathKind::Signal } else { DeathKind::ExitCode }
+}
+
+fn exit_reason(who: &str, code: Option<i64>) -> String {
+    match code {
+        Some(c) if c < 0 => format!(
+            "{who} killed by signal {} ({})",
+            -c,
+            signal_name(-c).unwrap_or("unknown signal")
+        ),
+        Some(c) => format!("{who} exited with code {c}"),
+        None => format!("{who} failed"),
+    }
+}
+
+/// Linux signal numbers that training processes die of.
+pub fn signal_name(n: i64) -> Option<&'static str> {
+    Some(match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// `8-15`, `3,5,7-9`, `[0-3]` → the listed numbers (capped, for safety).
+fn expand_ranges(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.trim_matches(['[', ']']).split(',') {
+        let mut ends = part.splitn(2, '-').map(|x| x.trim().parse::<u32>().ok());
+        match (ends.next().flatten(), ends.next()) {
+            (Some(a), None) => out.push(a),
+            (Some(a), Some(Some(b))) if b >= a && b - a < 65_536 => out.extend(a..=b),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_task_ranges_expand() {
+        assert_eq!(expand_ranges("8-11"), vec![8, 9, 10, 11]);
+        assert_eq!(expand_ranges("3,5,7-8"), vec![3, 5, 7, 8]);
+        assert_eq!(expand_ranges("x"), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn consequence_rules_match_the_last_dotted_name() {
+        let rules = ConsequenceRules {
+            exception_types: vec!["DistBackendError".into()],
+            message_markers: vec!["Watchdog caught".into()],
+        };
+        assert!(rules.is_consequence("torch.distributed.DistBackendError", ""));
+        assert!(rules.is_consequence("c10::DistBackendError", ""));
+        assert!(rules.is_consequence("RuntimeError", "[Rank 3] Watchdog caught collective operation timeout"));
+        assert!(!rules.is_consequence("torch.cuda.OutOfMemoryError", "CUDA out of memory"));
+    }
+}

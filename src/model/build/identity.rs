@@ -1,0 +1,172 @@
+//! Who is who: resolving every event to a global rank.
+//!
+//! A line names its rank directly only sometimes (`[rank3]:`, an MPI tag). The
+//! strongest link otherwise is NCCL's init line: `host:pid` + `comm … rank R
+//! nranks N` for the communicator spanning the whole world. The rest follows by
+//! joining keys (docs/log-formats.md §4.1): (host, pid) → rank, (host, local
+//! rank) → rank, a Slurm task id that equals the rank, and finally the file: a
+//! file written by a single process gives its rank to its unattributed lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{EventKind, Job, RankInfo};
+
+type HostPid = (String, u32);
+
+pub fn resolve(job: &mut Job) {
+    job.world_size = world_size(job);
+    let by_pid = pid_ranks(job);
+    let by_local = local_ranks(job, &by_pid);
+    let task_is_rank = tasks_are_ranks(job);
+    for ev in &mut job.events {
+        if ev.who.rank.is_some() {
+            continue;
+        }
+        let host = ev.who.host.as_deref().map(str::to_string);
+        ev.who.rank = host
+            .as_ref()
+            .zip(ev.who.pid)
+            .and_then(|(h, p)| by_pid.get(&(h.clone(), p)).copied())
+            .or_else(|| ev.who.task.filter(|_| task_is_rank))
+            .or_else(|| {
+                host.as_ref().zip(ev.who.local_rank).and_then(|(h, l)| by_local.get(&(h.clone(), l)).copied())
+            });
+    }
+    resolve_by_file(job);
+    build_rank_infos(job, &by_pid);
+}
+
+/// The world is the largest communicator NCCL initialised.
+fn world_size(job: &Job) -> Option<u32> {
+    job.events
+        .iter()
+        .filter(|e| e.kind == EventKind::NcclCommInit)
+        .filter_map(|e| e.int("nranks"))
+        .max()
+        .map(|n| n as u32)
+}
+
+/// (host, pid) → global rank, from init lines of world-sized communicators and
+/// from lines that carry both a rank tag and NCCL's host:pid.
+fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
+    let mut map = BTreeMap::new();
+    for ev in &job.events {
+        let (Some(host), Some(pid)) = (ev.who.host.as_deref(), ev.who.pid) else {
+            continue;
+        };
+        let rank = if ev.kind == EventKind::NcclCommInit {
+            let world = ev.int("nranks").map(|n| n as u32) == job.world_size;
+            ev.int("rank").filter(|_| world).map(|r| r as u32)
+        } else {
+            ev.who.rank
+        };
+        if let Some(rank) = rank {
+            map.entry((host.to_string(), pid)).or_insert(rank);
+        }
+    }
+    map
+}
+
+/// (host, local rank) → global rank: from NCCL's layout line (2.21+) and from
+/// lines that carry both a local-rank and a rank tag (`[default3]:[rank11]:`).
+fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, u32), u32> {
+    let mut map = BTreeMap::new();
+    for ev in &job.events {
+        let Some(host) = ev.who.host.as_deref() else { continue };
+        let pair = if ev.kind == EventKind::NcclCommInit && ev.text_field("phase") == Some("LAYOUT") {
+            let world = ev.int("nranks").map(|n| n as u32) == job.world_size;
+            let rank = ev.who.pid.and_then(|p| by_pid.get(&(host.to_string(), p)).copied());
+            ev.int("local_rank").zip(rank).filter(|_| world).map(|(l, r)| (l as u32, r))
+        } else {
+            ev.who.local_rank.zip(ev.who.rank)
+        };
+        if let Some((local, rank)) = pair {
+            map.entry((host.to_string(), local)).or_insert(rank);
+        }
+    }
+    map
+}
+
+/// Slurm task ids are ranks when there is one task per rank: as many distinct
+/// tasks as the world has ranks (or, without NCCL init lines, no other rank info).
+fn tasks_are_ranks(job: &Job) -> bool {
+    let tasks: BTreeSet<u32> = job.events.iter().filter_map(|e| e.who.task).collect();
+    if tasks.is_empty() {
+        return false;
+    }
+    match job.world_size {
+        Some(n) => tasks.len() as u32 == n || tasks.iter().max().is_some_and(|&m| m + 1 == n),
+        None => true,
+    }
+}
+
+/// A file (or torchrun per-worker folder) whose resolved lines all name one
+/// rank, and whose NCCL lines all come from one process, gives that rank to
+/// its remaining lines.
+fn resolve_by_file(job: &mut Job) {
+    let mut groups: BTreeMap<String, (BTreeSet<u32>, BTreeSet<(String, u32)>)> = BTreeMap::new();
+    let group_of = |job: &Job, file: usize| -> String {
+        let f = &job.files[file];
+        f.hints.process_dir.clone().unwrap_or_else(|| f.path.clone())
+    };
+    for ev in &job.events {
+        let key = group_of(job, ev.origin.file.0 as usize);
+        let entry = groups.entry(key).or_default();
+        if let Some(r) = ev.who.rank {
+            entry.0.insert(r);
+        }
+        if let (Some(h), Some(p)) = (ev.who.host.as_deref(), ev.who.pid) {
+            entry.1.insert((h.to_string(), p));
+        }
+    }
+    let single: BTreeMap<String, u32> = groups
+        .into_iter()
+        .filter(|(_, (ranks, procs))| ranks.len() == 1 && procs.len() <= 1)
+        .map(|(k, (ranks, _))| (k, *ranks.iter().next().unwrap()))
+        .collect();
+    for file in &mut job.files {
+        let key = file.hints.process_dir.clone().unwrap_or_else(|| file.path.clone());
+        file.multiplexed = !single.contains_key(&key);
+    }
+    for i in 0..job.events.len() {
+        if job.events[i].who.rank.is_none() {
+            let key = group_of(job, job.events[i].origin.file.0 as usize);
+            job.events[i].who.rank = single.get(&key).copied();
+        }
+    }
+}
+
+fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
+    let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
+    for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
+        ranks.insert(r, RankInfo { rank: r, ..Default::default() });
+    }
+    for ((host, pid), &rank) in by_pid {
+        let info = ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..Default::default() });
+        info.host.get_or_insert_with(|| host.clone());
+        info.pid.get_or_insert(*pid);
+    }
+    for ev in &job.events {
+        let Some(rank) = ev.who.rank else { continue };
+        let info = ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..Default::default() });
+        if info.host.is_none() {
+            info.host = ev.who.host.as_deref().map(str::to_string);
+        }
+        if info.local_rank.is_none() {
+            info.local_rank = ev.who.local_rank;
+        }
+        let world_init = ev.kind == EventKind::NcclCommInit && ev.int("nranks").map(|n| n as u32) == job.world_size;
+        if world_init {
+            if info.gpu_bus_id.is_none() {
+                info.gpu_bus_id = ev.text_field("bus_id").map(str::to_string);
+            }
+            if info.cuda_dev.is_none() {
+                info.cuda_dev = ev.int("cuda_dev").map(|d| d as u32);
+            }
+            if ev.text_field("phase") == Some("LAYOUT") {
+                info.local_rank = ev.int("local_rank").map(|l| l as u32).or(info.local_rank);
+            }
+        }
+    }
+    job.ranks = ranks;
+}

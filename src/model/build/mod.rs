@@ -1,0 +1,31 @@
+//! The model stage: join the events of every file into one [`Job`].
+//!
+//! Order matters: ranks are resolved first (every later step keys on them),
+//! then the network picture, the process groups and the deaths.
+
+mod collectives;
+mod deaths;
+mod identity;
+mod network;
+
+use super::{Event, FileInfo, Job};
+
+pub use deaths::ConsequenceRules;
+
+/// Builds the job model from the file table and all events in (file, line) order.
+pub fn build(root: String, files: Vec<FileInfo>, events: Vec<Event>, rules: &ConsequenceRules) -> Job {
+    let mut job = Job { root, files, events, ..Job::default() };
+    identity::resolve(&mut job);
+    network::collect(&mut job);
+    collectives::collect(&mut job);
+    deaths::collect(&mut job, rules);
+    job
+}
+
+/// The short host name NCCL would print for a name that may be a FQDN.
+pub(crate) fn short_host(name: &str) -> &str {
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return name;
+    }
+    name.split('.').next().unwrap_or(name)
+}

@@ -1,0 +1,116 @@
+//! Hosts, addresses, NICs and the network links between ranks.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+use crate::model::{EventKind, Job, NetLink, NicInfo};
+
+/// One HCA in NCCL's `NET/IB : Using` list: ` [1]mlx5_3:1/IB` or, 2.23+ merged,
+/// ` [0] mlx5_0:1/IB` inside `[0]={…}`; 2.30 may add `:rail` / `::plane`.
+static IB_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\[(?P<idx>\d+)\]\s?(?P<hca>[A-Za-z][\w.-]*):(?P<port>\d+)(?::\d*)*/(?P<ll>IB|RoCE|UNSPECIFIED)").unwrap()
+});
+/// One interface in `NET/Socket : Using [0]eth0:10.0.0.1<0>` (or `eth0:10.0.0.1<0>`).
+static SOCKET_IFACE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:\[\d+\])?(?P<iface>[\w.-]+):(?P<addr>[^<\s]+)<\d+>").unwrap());
+
+pub fn collect(job: &mut Job) {
+    for i in 0..job.events.len() {
+        let ev = &job.events[i];
+        let host = ev.who.host.as_deref().map(str::to_string);
+        let rank = ev.who.rank;
+        match ev.kind {
+            EventKind::NcclBootstrapIface => {
+                if let (Some(h), Some(ip)) = (host, ev.text_field("ip").map(str::to_string)) {
+                    add_addr(job, &h, &ip);
+                }
+            }
+            EventKind::NcclNetIb => {
+                let ev = ev.clone();
+                if let Some(h) = host.as_deref() {
+                    if let Some(ip) = ev.text_field("oob_ip") {
+                        add_addr(job, h, ip);
+                    }
+                }
+                add_ib_devices(job, host.as_deref(), rank, ev.text_field("devices").unwrap_or(""));
+            }
+            EventKind::NcclNetSocket => {
+                let Some(h) = host else { continue };
+                let list = ev.text_field("interfaces").unwrap_or("").to_string();
+                for c in SOCKET_IFACE.captures_iter(&list) {
+                    add_addr(job, &h, &c["addr"]);
+                    let entry = job.hosts.entry(h.clone()).or_default();
+                    entry.socket_ifaces.insert(format!("{}:{}", &c["iface"], &c["addr"]));
+                }
+            }
+            EventKind::NcclChannel => add_link(job, i),
+            EventKind::NcclVersion => {
+                if let Some(v) = ev.text_field("version").map(str::to_string) {
+                    job.nccl_versions.insert(v.clone());
+                    if let Some(h) = host {
+                        job.hosts.entry(h).or_default().nccl_versions.insert(v);
+                    }
+                }
+            }
+            EventKind::NcclEnvSetting => {
+                let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value")) else {
+                    continue;
+                };
+                let who = rank.map(|r| format!("rank {r}")).or(host).unwrap_or_else(|| "?".into());
+                job.env
+                    .entry(name.to_string())
+                    .or_default()
+                    .entry(value.to_string())
+                    .or_default()
+                    .insert(who);
+            }
+            _ => {}
+        }
+    }
+    for (&rank, info) in &job.ranks {
+        if let Some(h) = &info.host {
+            job.hosts.entry(h.clone()).or_default().ranks.insert(rank);
+        }
+    }
+}
+
+fn add_addr(job: &mut Job, host: &str, addr: &str) {
+    let addr = addr.split('%').next().unwrap_or(addr);
+    job.hosts.entry(host.to_string()).or_default().ips.insert(addr.to_string());
+    job.addr_hosts.entry(addr.to_string()).or_insert_with(|| host.to_string());
+}
+
+fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices: &str) {
+    let mut listed = Vec::new();
+    for c in IB_DEVICE.captures_iter(devices) {
+        let port = c["port"].parse().ok();
+        listed.push((c["hca"].to_string(), port));
+        if let Some(h) = host {
+            let nic = job.hosts.entry(h.to_string()).or_default().nics.entry(c["hca"].to_string()).or_default();
+            *nic = NicInfo { port, link_layer: Some(c["ll"].to_string()) };
+        }
+    }
+    if let Some(info) = rank.and_then(|r| job.ranks.get_mut(&r)) {
+        if info.nics_listed.is_empty() {
+            info.nics_listed = listed;
+        }
+    }
+}
+
+/// A `Channel … : a[..] -> b[..] [send] via NET/IB/1` line: rank a sends to b
+/// over the network; the HCA index belongs to the rank that logged the line.
+fn add_link(job: &mut Job, idx: usize) {
+    let ev = &job.events[idx];
+    let (Some(src), Some(dst)) = (ev.int("src"), ev.int("dst")) else { return };
+    let (src, dst) = (src as u32, dst as u32);
+    let logged_by = ev.who.rank.unwrap_or(match ev.text_field("dir") {
+        Some("receive") => dst,
+        _ => src,
+    });
+    let net_dev = ev.int("net_dev").map(|d| d as u32);
+    let transport = ev.text_field("transport").unwrap_or("NET").to_string();
+    if let (Some(d), Some(info)) = (net_dev, job.ranks.get_mut(&logged_by)) {
+        info.net_devs_used.insert(d);
+    }
+    job.links.insert(NetLink { src, dst, transport, net_dev, logged_by });
+}

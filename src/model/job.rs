@@ -1,0 +1,189 @@
+//! The job: every parsed event joined into one picture of ranks, hosts, NICs,
+//! process groups and process deaths.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Event, FileId, RawTime};
+
+/// Index into `Job::events`.
+pub type EventIdx = usize;
+
+/// What a file's path says about its writer (see `ingest::path_hints`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathHints {
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    /// The folder that holds exactly one worker process's files (torchrun
+    /// log-dir): every file in it belongs to the same rank.
+    pub process_dir: Option<String>,
+}
+
+/// One input file and what reading it found.
+#[derive(Debug, Clone, Default)]
+pub struct FileInfo {
+    pub id: FileId,
+    pub path: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub matched_lines: u64,
+    pub truncated_lines: u64,
+    pub lossy_lines: u64,
+    pub hints: PathHints,
+    /// The file's lines come from many processes (a launcher merged them).
+    pub multiplexed: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NicInfo {
+    pub port: Option<u32>,
+    /// `IB` or `RoCE` as NCCL printed it.
+    pub link_layer: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HostInfo {
+    pub ips: BTreeSet<String>,
+    pub nics: BTreeMap<String, NicInfo>,
+    pub ranks: BTreeSet<u32>,
+    /// Socket interfaces NCCL listed (`eth0:10.0.0.1`).
+    pub socket_ifaces: BTreeSet<String>,
+    pub nccl_versions: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub local_rank: Option<u32>,
+    /// PCI address, `dddd:bb:dd.f`.
+    pub gpu_bus_id: Option<String>,
+    pub cuda_dev: Option<u32>,
+    /// HCAs NCCL listed for this process, in NCCL's index order.
+    pub nics_listed: Vec<(String, Option<u32>)>,
+    /// HCA indices this rank's network channels use (`via NET/IB/1`).
+    pub net_devs_used: BTreeSet<u32>,
+}
+
+impl RankInfo {
+    /// The HCAs this rank's network traffic goes through: the ones its channel
+    /// lines name, or every listed one when channels were not logged.
+    pub fn nics(&self) -> Vec<(String, Option<u32>)> {
+        let used: Vec<_> = self
+            .net_devs_used
+            .iter()
+            .filter_map(|&i| self.nics_listed.get(i as usize).cloned())
+            .collect();
+        if used.is_empty() { self.nics_listed.clone() } else { used }
+    }
+}
+
+/// One rank's view of one process group, from its watchdog and status lines.
+#[derive(Debug, Clone, Default)]
+pub struct PgRankState {
+    /// The sequence number its watchdog timed out on (or failed at).
+    pub failed_seq: Option<i64>,
+    pub op: Option<String>,
+    pub numel_in: Option<i64>,
+    pub numel_out: Option<i64>,
+    pub last_enqueued: Option<i64>,
+    pub last_completed: Option<i64>,
+    pub timeout_ms: Option<i64>,
+    pub timed_out: bool,
+    pub evidence: Vec<EventIdx>,
+}
+
+/// How a process died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathKind {
+    /// An uncaught Python exception (its own, not a consequence of NCCL).
+    Exception,
+    /// Killed by a signal (SIGKILL, SIGSEGV, SIGABRT …).
+    Signal,
+    /// Exited with a non-zero status.
+    ExitCode,
+}
+
+/// A process death, as one or more sources report it.
+#[derive(Debug, Clone)]
+pub struct Death {
+    pub rank: Option<u32>,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub kind: DeathKind,
+    pub exitcode: Option<i64>,
+    pub signal: Option<String>,
+    /// One line saying what happened (`torch.cuda.OutOfMemoryError: CUDA out of memory`).
+    pub reason: String,
+    /// The death was caused by NCCL / the watchdog (a victim, not a culprit).
+    pub consequence: bool,
+    pub time: RawTime,
+    pub evidence: Vec<EventIdx>,
+}
+
+/// A network connection between two ranks, from NCCL's channel lines.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NetLink {
+    pub src: u32,
+    pub dst: u32,
+    pub transport: String,
+    /// The HCA index on the side that logged it.
+    pub net_dev: Option<u32>,
+    pub logged_by: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Job {
+    pub root: String,
+    pub files: Vec<FileInfo>,
+    /// All events, ordered by (file, line); `who.rank` filled where it could be
+    /// resolved.
+    pub events: Vec<Event>,
+    pub world_size: Option<u32>,
+    pub hosts: BTreeMap<String, HostInfo>,
+    pub ranks: BTreeMap<u32, RankInfo>,
+    /// Peer addresses (IPs, reverse-DNS names) → host.
+    pub addr_hosts: BTreeMap<String, String>,
+    pub nccl_versions: BTreeSet<String>,
+    pub torch_version: Option<String>,
+    /// NCCL_* settings seen, with every value and the ranks (or hosts) that had it.
+    pub env: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// (process group id, rank) → that rank's view of the group.
+    pub pg_states: BTreeMap<(String, u32), PgRankState>,
+    pub deaths: Vec<Death>,
+    pub links: BTreeSet<NetLink>,
+}
+
+impl Job {
+    pub fn event(&self, idx: EventIdx) -> &Event {
+        &self.events[idx]
+    }
+
+    pub fn file_path(&self, id: FileId) -> &str {
+        self.files.get(id.0 as usize).map_or("?", |f| f.path.as_str())
+    }
+
+    /// The host a peer address (IP or name printed by NCCL) belongs to.
+    pub fn host_of_addr(&self, addr: &str) -> Option<&str> {
+        let addr = addr.trim_start_matches("::ffff:");
+        if let Some(h) = self.addr_hosts.get(addr) {
+            return Some(h);
+        }
+        // Reverse-DNS names: NCCL's host names are the first label.
+        let short = addr.split('.').next()?;
+        self.hosts.contains_key(short).then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
+    }
+
+    /// Ranks in the world, from the largest communicator or every rank seen.
+    pub fn all_ranks(&self) -> Vec<u32> {
+        match self.world_size {
+            Some(n) => (0..n).collect(),
+            None => self.ranks.keys().copied().collect(),
+        }
+    }
+}
