@@ -8,3 +8,7 @@ pub mod grammar;
 pub mod ingest;
 pub mod model;
 pub mod parse;
+pub mod timeline;
+pub mod diagnose;
+pub mod analyze;
+pub mod report;

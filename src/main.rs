@@ -1,3 +1,115 @@
-fn main() {
-    println!("Hello, world!");
+//! The `ncclpm` command line. Parsing arguments and mapping results to exit
+//! codes is all that happens here; the work is in the library.
+//!
+//! Exit codes: 0 the report was written (whatever the verdict); 1 only with
+//! `--fail-on` when the verdict matches; 2 bad usage, unreadable input or
+//! unwritable output.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use ncclpm::analyze::{AnalyzeError, Engine};
+use ncclpm::grammar::knowledge::Knowledge;
+use ncclpm::grammar::{read_user_grammars, Grammar};
+use ncclpm::parse::selftest::check_samples;
+use ncclpm::report::{terminal, write_reports, ReportInput};
+
+#[derive(Parser)]
+#[command(name = "ncclpm", version, about = "Post-mortem analysis of distributed GPU training jobs that hung or died in NCCL collectives")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Analyse one job: a folder of logs or a single log file.
+    Analyze(AnalyzeArgs),
+}
+
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// The job folder (or one log file).
+    path: PathBuf,
+    /// Where to write report.json and report.html.
+    #[arg(short, long, default_value = "ncclpm-report")]
+    out: PathBuf,
+    /// Write only report.json.
+    #[arg(long)]
+    json_only: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Extra grammar file(s) with in-house message patterns (TOML, see grammars/).
+    #[arg(long = "grammar", value_name = "FILE")]
+    grammars: Vec<PathBuf>,
+    /// Exit with 1 when the verdict status is one of these (comma list of
+    /// hang, crash, init_failure, degraded, unknown; `any` = not healthy).
+    #[arg(long, value_delimiter = ',', value_name = "STATUS")]
+    fail_on: Vec<String>,
+}
+
+const FAIL_ON_STATUSES: &[&str] = &["any", "hang", "crash", "init_failure", "degraded", "unknown"];
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Analyze(args) => analyze(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("ncclpm: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
+    if let Some(bad) = args.fail_on.iter().find(|s| !FAIL_ON_STATUSES.contains(&s.as_str())) {
+        anyhow::bail!("--fail-on: unknown status `{bad}` (one of {})", FAIL_ON_STATUSES.join(", "));
+    }
+    let engine = engine(&args.grammars)?;
+    let analysis = match engine.analyze(&args.path) {
+        Ok(a) => a,
+        Err(e @ AnalyzeError::NoReadableInput { .. }) => return Err(e.into()),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot analyse {}", args.path.display()))),
+    };
+    let input = ReportInput { job: &analysis.job, timeline: &analysis.timeline, diagnosis: &analysis.diagnosis };
+    let written = write_reports(&args.out, &input, args.json_only)?;
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", terminal::summary(&input))?;
+        let html = written.html.as_ref().map(|p| format!(" and {}", p.display())).unwrap_or_default();
+        writeln!(out, "report: {}{html}", written.json.display())?;
+    }
+    let status = analysis.diagnosis.verdict.status.name();
+    let fail = args.fail_on.iter().any(|s| s == status || (s == "any" && status != "healthy"));
+    Ok(if fail { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn engine(user_grammars: &[PathBuf]) -> Result<Engine> {
+    let extra = read_user_grammars(user_grammars)?;
+    let grammar = Grammar::with_extra(&extra).context("cannot load grammars")?;
+    if !extra.is_empty() {
+        let failures = check_samples(&grammar);
+        if !failures.is_empty() {
+            anyhow::bail!("grammar samples do not match:\n{}", failures.join("\n"));
+        }
+    }
+    let knowledge = Knowledge::builtin().context("cannot load the knowledge base")?;
+    Ok(Engine { grammar, knowledge })
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }

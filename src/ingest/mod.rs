@@ -13,15 +13,9 @@ pub use lines::{ChunkReader, LineStats};
 pub use path_hints::PathHints;
 pub use sniff::{FileKind, FileProfile};
 
-use serde::Serialize;
-use std::path::PathBuf;
+pub use crate::model::Skipped;
 
-/// A file (or archive member) the analysis could not use, and why.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Skipped {
-    pub file: String,
-    pub reason: String,
-}
+use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {

@@ -22,6 +22,13 @@ pub struct PathHints {
     pub process_dir: Option<String>,
 }
 
+/// A file (or archive member) the analysis could not use, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Skipped {
+    pub file: String,
+    pub reason: String,
+}
+
 /// One input file and what reading it found.
 #[derive(Debug, Clone, Default)]
 pub struct FileInfo {
@@ -157,6 +164,8 @@ pub struct Job {
     pub pg_states: BTreeMap<(String, u32), PgRankState>,
     pub deaths: Vec<Death>,
     pub links: BTreeSet<NetLink>,
+    /// Files not read, or read only in part, and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl Job {

@@ -10,7 +10,7 @@ pub mod time;
 pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PgRankState,
-    RankInfo,
+    RankInfo, Skipped,
 };
 pub use cause::CauseKind;
 pub use time::RawTime;

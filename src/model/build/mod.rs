@@ -29,3 +29,9 @@ pub(crate) fn short_host(name: &str) -> &str {
     }
     name.split('.').next().unwrap_or(name)
 }
+
+/// [`short_host`], owned: for peer names that no address table knows.
+pub fn short_host_of(name: &str) -> String {
+    let host = name.split('<').next().unwrap_or(name);
+    short_host(host).to_string()
+}

@@ -1,0 +1,100 @@
+//! Turning hypotheses into the verdict's causes, with their evidence lines.
+
+use std::collections::BTreeMap;
+
+use crate::grammar::knowledge::fill_template;
+use crate::model::{EventIdx, EventKind};
+
+use super::hang::Hang;
+use super::hypothesis::Hypothesis;
+use super::rules::Ctx;
+use super::verdict::{Cause, Evidence};
+
+const MAX_CAUSE_EVIDENCE: usize = 12;
+const MAX_VERDICT_EVIDENCE: usize = 20;
+const MAX_VICTIM_LINES: usize = 3;
+
+/// One event as cited evidence.
+pub fn evidence_for(ctx: &Ctx<'_>, idx: EventIdx, why: &str) -> Evidence {
+    let ev = &ctx.job.events[idx];
+    Evidence {
+        file: ctx.job.file_path(ev.origin.file).to_string(),
+        line: ev.origin.line,
+        time: ctx.timeline.time_of(idx).map(|t| ctx.timeline.format(&t)),
+        rank: ev.who.rank,
+        host: ev.who.host.as_deref().map(str::to_string),
+        text: ev.text.to_string(),
+        why: why.to_string(),
+    }
+}
+
+pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
+    let text = ctx.kb.cause(h.kind);
+    let values = template_values(h, hang);
+    let mut seen = std::collections::BTreeSet::new();
+    let evidence = h
+        .ranked_support()
+        .into_iter()
+        .filter_map(|s| s.event.filter(|e| seen.insert(*e)).map(|e| evidence_for(ctx, e, &s.why)))
+        .take(MAX_CAUSE_EVIDENCE)
+        .collect();
+    Cause {
+        kind: h.kind,
+        confidence: h.capped_confidence(),
+        host: h.host.clone(),
+        device: h.device.clone(),
+        port: h.port,
+        gpu_bus_id: h.gpu_bus_id.clone(),
+        peer_host: h.peer_host.clone(),
+        title: text.title.clone(),
+        summary: fill_template(&text.summary, &values),
+        remedy: fill_template(&text.remedy, &values),
+        ranks: h.ranks.iter().copied().collect(),
+        evidence,
+    }
+}
+
+fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a str, String> {
+    let mut v: BTreeMap<&str, String> = BTreeMap::new();
+    let mut put = |k: &'a str, val: Option<String>| {
+        if let Some(val) = val {
+            v.insert(k, val);
+        }
+    };
+    put("host", h.host.clone());
+    put("device", h.device.clone());
+    put("port", h.port.map(|p| p.to_string()));
+    put("gpu", h.gpu_bus_id.clone());
+    put("peer_host", h.peer_host.clone());
+    put("ranks", Some(h.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")).filter(|s| !s.is_empty()));
+    put("rank", h.ranks.iter().next().map(u32::to_string));
+    if let Some(hang) = hang {
+        put("op", hang.op.clone());
+        put("seq", hang.seq.map(|s| s.to_string()));
+        put("pg", Some(hang.pg.clone()));
+    }
+    for (k, val) in &h.values {
+        v.insert(k, val.clone());
+    }
+    v
+}
+
+/// The verdict's evidence: the cause's lines, then a few victims' timeouts.
+pub fn verdict_evidence(ctx: &Ctx<'_>, cause: Option<&Cause>, hang: Option<&Hang>) -> Vec<Evidence> {
+    let mut out: Vec<Evidence> = cause.map(|c| c.evidence.clone()).unwrap_or_default();
+    if let Some(hang) = hang {
+        let victims = hang
+            .evidence
+            .iter()
+            .filter(|&&i| ctx.job.events[i].kind == EventKind::WatchdogTimeout)
+            .take(MAX_VICTIM_LINES);
+        for &idx in victims {
+            let e = evidence_for(ctx, idx, "a rank's watchdog timed out waiting in the hung collective");
+            if !out.iter().any(|o| o.file == e.file && o.line == e.line) {
+                out.push(e);
+            }
+        }
+    }
+    out.truncate(MAX_VERDICT_EVIDENCE);
+    out
+}

@@ -1,0 +1,96 @@
+//! The hung collective, and the ranks that did not get there.
+//!
+//! Every rank that waits in a collective times out on the same work: the
+//! oldest incomplete one. So the (group, sequence number) most ranks timed out
+//! on is the hung collective. The ranks the others wait for are those that did
+//! not enqueue it (last enqueued below it), or that stayed silent: their logs
+//! are there but no watchdog fired, while the others' did.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{EventIdx, EventKind, Job};
+
+#[derive(Debug, Clone, Default)]
+pub struct Hang {
+    pub pg: String,
+    pub seq: Option<i64>,
+    pub op: Option<String>,
+    /// Ranks whose watchdog fired on the hung collective (or any, in its group).
+    pub timed_out: BTreeSet<u32>,
+    /// Ranks that had not enqueued the collective: rank → last enqueued.
+    pub laggards: BTreeMap<u32, i64>,
+    /// Ranks with logs but no timeout while the others timed out.
+    pub silent: BTreeSet<u32>,
+    /// Ranks of the world with no log line at all.
+    pub no_logs: BTreeSet<u32>,
+    /// Sizes seen per rank at the hung sequence number (numel_in).
+    pub sizes: BTreeMap<u32, (Option<String>, Option<i64>)>,
+    pub evidence: Vec<EventIdx>,
+}
+
+/// Finds the hung collective; `None` when no watchdog fired.
+pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option<Hang> {
+    let (pg, seq) = hung_work(job)?;
+    let mut hang = Hang { pg: pg.clone(), seq, ..Hang::default() };
+    let mut ops: BTreeMap<String, usize> = BTreeMap::new();
+    for ((p, rank), st) in job.pg_states.range((pg.clone(), 0)..=(pg.clone(), u32::MAX)) {
+        debug_assert_eq!(p, &pg);
+        if st.timed_out {
+            hang.timed_out.insert(*rank);
+        }
+        let behind = match (seq, st.last_enqueued, st.failed_seq) {
+            (Some(s), Some(e), _) if e < s => Some(e),
+            (Some(s), _, Some(f)) if f < s => Some(f),
+            _ => None,
+        };
+        if let Some(e) = behind {
+            hang.laggards.insert(*rank, e);
+        }
+        if st.failed_seq == seq {
+            if let Some(op) = &st.op {
+                *ops.entry(op.clone()).or_default() += 1;
+            }
+            hang.sizes.insert(*rank, (st.op.clone(), st.numel_in));
+        }
+        hang.evidence.extend(st.evidence.iter().copied());
+    }
+    hang.op = ops.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(op, _)| op);
+    let with_logs = ranks_with_logs(job);
+    for rank in job.all_ranks() {
+        let accounted = hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);
+        if accounted || hang.laggards.contains_key(&rank) {
+            continue;
+        }
+        if with_logs.contains(&rank) {
+            hang.silent.insert(rank);
+        } else {
+            hang.no_logs.insert(rank);
+        }
+    }
+    Some(hang)
+}
+
+/// The (group, seq) most timed-out ranks report; ties go to the lower group
+/// id and sequence number. A group without sequence numbers still counts.
+fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
+    let mut votes: BTreeMap<(String, Option<i64>), usize> = BTreeMap::new();
+    for ((pg, _), st) in &job.pg_states {
+        if st.timed_out || st.failed_seq.is_some() {
+            *votes.entry((pg.clone(), st.failed_seq)).or_default() += 1;
+        }
+    }
+    let heartbeat = job.events.iter().any(|e| e.kind == EventKind::HeartbeatStuck);
+    if votes.is_empty() && !heartbeat {
+        return None;
+    }
+    let best = votes
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|(k, _)| k);
+    Some(best.unwrap_or_else(|| ("0".into(), None)))
+}
+
+/// Ranks that left at least one log line.
+pub fn ranks_with_logs(job: &Job) -> BTreeSet<u32> {
+    job.events.iter().filter_map(|e| e.who.rank).collect()
+}

@@ -1,0 +1,68 @@
+//! Diagnose: from the joined job to the verdict — the stuck rank(s), the
+//! collective, and the ranked causes with their evidence.
+
+mod evidence;
+mod hang;
+mod hypothesis;
+mod ranks;
+mod rules;
+mod select;
+pub mod verdict;
+
+use std::collections::BTreeSet;
+
+use crate::grammar::knowledge::Knowledge;
+use crate::model::{EventKind, Job};
+use crate::timeline::Timeline;
+
+pub use hang::Hang;
+pub use verdict::{Cause, Collective, Diagnosis, Evidence, RankRow, RankState, Status, Verdict};
+
+use rules::Ctx;
+
+/// Runs every rule over the job and decides the verdict.
+pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
+    let ctx = Ctx { job, timeline, kb };
+    let dead: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
+    let erroring = ranks_with_errors(job);
+    let hang = hang::find(job, &dead, &erroring);
+    let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
+    let choice = select::choose(&ctx, hyps, hang.as_ref());
+    let status = select::status(&ctx, &choice, hang.as_ref());
+    let healthy = status == Status::Healthy;
+    let stuck_ranks: Vec<u32> = if healthy { Vec::new() } else { select::stuck_ranks(&choice, hang.as_ref()) };
+    let collective = hang.as_ref().filter(|_| !healthy).map(|h| Collective {
+        op: h.op.clone(),
+        seq: h.seq,
+        pg: Some(h.pg.clone()),
+    });
+    let cause = (!healthy).then(|| evidence::to_cause(&ctx, &choice.best, hang.as_ref()));
+    let alternatives = choice.alternatives.iter().map(|h| evidence::to_cause(&ctx, h, hang.as_ref())).collect();
+    let verdict_evidence = evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref());
+    let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
+    Diagnosis {
+        verdict: Verdict { status, stuck_ranks, collective, cause, alternatives, evidence: verdict_evidence },
+        ranks,
+        notes: select::missing_inputs(&ctx, hang.as_ref()),
+    }
+}
+
+/// Ranks that reported a NCCL or network error of their own.
+fn ranks_with_errors(job: &Job) -> BTreeSet<u32> {
+    job.events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::IbCompletionError
+                    | EventKind::IbAsyncEvent
+                    | EventKind::VerbsCallFailed
+                    | EventKind::SocketError
+                    | EventKind::BootstrapError
+                    | EventKind::CudaFailure
+                    | EventKind::NcclErrorReport
+            )
+        })
+        .filter_map(|e| e.who.rank)
+        .collect()
+}

@@ -1,0 +1,34 @@
+//! The cause rules: each looks at the joined evidence and proposes hypotheses
+//! with their culprit and support. Message meanings come from the grammars;
+//! cause texts and code tables from `grammars/knowledge.toml`; what is left
+//! here is how evidence combines.
+
+mod application;
+mod network;
+mod process;
+mod setup;
+
+use crate::grammar::knowledge::Knowledge;
+use crate::model::Job;
+use crate::timeline::Timeline;
+
+use super::hang::Hang;
+use super::hypothesis::Hypothesis;
+
+/// What every rule may read.
+pub struct Ctx<'a> {
+    pub job: &'a Job,
+    pub timeline: &'a Timeline,
+    pub kb: &'a Knowledge,
+}
+
+/// Runs every rule.
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
+    let mut out = Vec::new();
+    out.extend(process::hypotheses(ctx));
+    out.extend(network::hypotheses(ctx, hang));
+    out.extend(setup::hypotheses(ctx));
+    out.extend(application::hypotheses(ctx, hang));
+    out
+}
+

@@ -1,0 +1,235 @@
+//! Network failures seen by NCCL: IB work-completion errors, IB async events,
+//! and peers that vanished from a socket.
+//!
+//! A completion error is printed by the rank whose *send* failed, and it names
+//! the peer it was talking to. When a port or link on one host goes bad, the
+//! hosts talking to it report it: so the host most others name is the suspect,
+//! and the reporters are victims. The suspect's device is the HCA its ranks use
+//! on the connections to the reporters (NCCL's channel lines).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventIdx, EventKind, Job};
+
+use super::Ctx;
+
+/// ibv_wc_status 5: flushed because the QP was already in error — an echo of
+/// the first error, never a cause of its own.
+const WR_FLUSH_ERR: i64 = 5;
+const RETRY_EXC_ERR: i64 = 12;
+const RNR_RETRY_EXC_ERR: i64 = 13;
+
+#[derive(Debug, Clone)]
+struct Report {
+    idx: EventIdx,
+    rank: Option<u32>,
+    host: Option<String>,
+    status: Option<i64>,
+    peer_host: Option<String>,
+}
+
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
+    let mut out = Vec::new();
+    out.extend(completion_errors(ctx, hang));
+    out.extend(async_events(ctx));
+    out.extend(vanished_peers(ctx));
+    out
+}
+
+fn completion_reports(job: &Job) -> Vec<Report> {
+    let all: Vec<Report> = job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::IbCompletionError)
+        .map(|(idx, e)| Report {
+            idx,
+            rank: e.who.rank,
+            host: e.who.host.as_deref().map(str::to_string),
+            status: e.int("status"),
+            peer_host: e.text_field("peer").and_then(|p| job.host_of_addr(p)).map(str::to_string),
+        })
+        .collect();
+    // Flush errors only echo the first error; use them only when alone.
+    let primary: Vec<Report> = all.iter().filter(|r| r.status != Some(WR_FLUSH_ERR)).cloned().collect();
+    if primary.is_empty() { all } else { primary }
+}
+
+fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
+    let reports = completion_reports(ctx.job);
+    let first = reports.first()?;
+    let status = most_common(reports.iter().filter_map(|r| r.status)).or(first.status);
+    let kind = match status {
+        Some(RETRY_EXC_ERR | RNR_RETRY_EXC_ERR) => CauseKind::PacketLoss,
+        _ => CauseKind::Unknown,
+    };
+    let mut h = Hypothesis::new(kind);
+    let status_text = status.map(|s| match ctx.kb.wc_status(s) {
+        Some(t) => format!("{s} ({}: {})", t.name, t.meaning),
+        None => s.to_string(),
+    });
+    h.value("status", status.map(|s| s.to_string()).unwrap_or_else(|| "?".into()));
+    match suspect_host(&reports) {
+        Some((suspect, reporters)) => {
+            let weight = if reporters.len() >= 2 { 0.7 } else if names_back(&reports, &suspect, &reporters) { 0.45 } else { 0.55 };
+            h.peer_host = most_common(reports.iter().filter(|r| r.peer_host.as_deref() == Some(suspect.as_str())).filter_map(|r| r.host.clone()));
+            locate_on_suspect(ctx, hang, &reports, &suspect, &mut h);
+            h.host = Some(suspect.clone());
+            for r in reports.iter().filter(|r| r.peer_host.as_deref() == Some(suspect.as_str())).take(8) {
+                h.support(Source::Nccl, weight, Some(r.idx), format!("a victim's transfer to {suspect} failed: status {}", status_text.clone().unwrap_or_default()));
+            }
+        }
+        None => {
+            // No peer address (NCCL < 2.10) or one no init line maps: the
+            // reporter's own port is all we can point at.
+            let ev = &ctx.job.events[first.idx];
+            h.host = first.host.clone();
+            h.device = ev.text_field("hca").map(str::to_string);
+            h.ranks.extend(first.rank);
+            for r in reports.iter().take(8) {
+                h.support(Source::Nccl, 0.35, Some(r.idx), format!("IB completion error, status {}; the peer is not identified", status_text.clone().unwrap_or_default()));
+            }
+        }
+    }
+    if kind == CauseKind::Unknown {
+        h.value("detail", format!("NCCL reported IB completion errors with status {} that do not map to one cause.", status_text.unwrap_or_default()));
+        h.support.iter_mut().for_each(|s| s.weight = s.weight.min(0.3));
+    }
+    Some(h)
+}
+
+/// The peer host named by the most distinct reporting hosts (other than
+/// itself); ties go to a host that does not itself report, then by name.
+fn suspect_host(reports: &[Report]) -> Option<(String, BTreeSet<String>)> {
+    let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in reports {
+        if let (Some(peer), Some(host)) = (&r.peer_host, &r.host) {
+            if peer != host {
+                named.entry(peer.clone()).or_default().insert(host.clone());
+            }
+        }
+    }
+    let reporting: BTreeSet<&String> = reports.iter().filter_map(|r| r.host.as_ref()).collect();
+    named.into_iter().max_by(|a, b| {
+        a.1.len()
+            .cmp(&b.1.len())
+            .then_with(|| reporting.contains(&b.0).cmp(&reporting.contains(&a.0)))
+            .then_with(|| b.0.cmp(&a.0))
+    })
+}
+
+/// The suspect also names its reporters: the fault could be on either side.
+fn names_back(reports: &[Report], suspect: &str, reporters: &BTreeSet<String>) -> bool {
+    reports.iter().any(|r| {
+        r.host.as_deref() == Some(suspect) && r.peer_host.as_ref().is_some_and(|p| reporters.contains(p))
+    })
+}
+
+/// Which ranks and HCA on the suspect host sat on the failing connections:
+/// the channel lines say who each reporter talks to over the network.
+fn locate_on_suspect(ctx: &Ctx<'_>, hang: Option<&Hang>, reports: &[Report], suspect: &str, h: &mut Hypothesis) {
+    let job = ctx.job;
+    let on_suspect = |r: u32| job.ranks.get(&r).and_then(|i| i.host.as_deref()) == Some(suspect);
+    let reporter_ranks: BTreeSet<u32> = reports
+        .iter()
+        .filter(|r| r.peer_host.as_deref() == Some(suspect))
+        .filter_map(|r| r.rank)
+        .collect();
+    let mut ends: BTreeSet<u32> = BTreeSet::new();
+    for link in &job.links {
+        if reporter_ranks.contains(&link.src) && on_suspect(link.dst) {
+            ends.insert(link.dst);
+        } else if reporter_ranks.contains(&link.dst) && on_suspect(link.src) {
+            ends.insert(link.src);
+        }
+    }
+    if ends.is_empty() {
+        if let Some(hang) = hang {
+            let behind = hang.laggards.keys().chain(hang.silent.iter()).copied();
+            ends.extend(behind.filter(|&r| on_suspect(r)));
+        }
+    }
+    let devices: Vec<(String, Option<u32>)> = ends
+        .iter()
+        .filter_map(|r| job.ranks.get(r))
+        .flat_map(|i| i.nics().into_iter().take(1))
+        .collect();
+    if let Some(dev) = most_common(devices.iter().cloned()) {
+        h.device = Some(dev.0);
+        h.port = dev.1;
+    }
+    h.ranks.extend(ends);
+}
+
+fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let mut by_place: BTreeMap<(Option<String>, Option<String>, Option<u32>, bool), Hypothesis> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events.iter().enumerate() {
+        if ev.kind != EventKind::IbAsyncEvent {
+            continue;
+        }
+        let what = ev.text_field("event").unwrap_or("").to_ascii_lowercase();
+        let fatal = ev.int("fatal") == Some(1) || what.contains("catastrophic") || what.contains("device fatal");
+        let port_event = what.contains("port error") || what.contains("link");
+        let (kind, weight) = if what.contains("catastrophic") || what.contains("device fatal") {
+            (CauseKind::HcaFault, 0.75)
+        } else if port_event {
+            (CauseKind::LinkFlap, 0.55)
+        } else if fatal {
+            (CauseKind::HcaFault, 0.4)
+        } else {
+            continue;
+        };
+        let host = ev.who.host.as_deref().map(str::to_string);
+        let device = ev.text_field("hca").map(str::to_string);
+        let port = ev.int("port").map(|p| p as u32);
+        let h = by_place.entry((host.clone(), device.clone(), port, kind == CauseKind::HcaFault)).or_insert_with(|| {
+            let mut h = Hypothesis::new(kind);
+            h.host = host;
+            h.device = device;
+            h.port = port;
+            h.value("detail", format!("IB async event: {what}"));
+            h
+        });
+        h.ranks.extend(ev.who.rank);
+        if h.support.len() < 8 {
+            h.support(Source::Nccl, weight, Some(idx), format!("the HCA reported an async event: {what}"));
+        }
+    }
+    by_place.into_values().collect()
+}
+
+/// `Connection closed by remote peer X`, `Broken pipe`, `reset by peer`: the
+/// peer's process is gone. Without a death in the logs, the host is all we know.
+fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let mut by_host: BTreeMap<String, Hypothesis> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events.iter().enumerate() {
+        if ev.kind != EventKind::SocketError || ev.text_field("op") == Some("connect") {
+            continue;
+        }
+        let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();
+        let vanished = error.contains("closed by remote peer") || error.contains("broken pipe") || error.contains("reset by peer");
+        let Some(peer) = ev.text_field("peer").filter(|_| vanished) else { continue };
+        let host = ctx.job.host_of_addr(peer).map(str::to_string).unwrap_or_else(|| crate::model::build::short_host_of(peer));
+        let h = by_host.entry(host.clone()).or_insert_with(|| {
+            let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+            h.host = Some(host.clone());
+            h.value("reason", format!("its connections were closed: `{error}`"));
+            h.value("rank", "?");
+            h
+        });
+        if h.support.len() < 6 {
+            h.support(Source::Nccl, 0.4, Some(idx), format!("a peer's connection to {host} was closed from the other side"));
+        }
+    }
+    by_host.into_values().collect()
+}
+
+fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
+    let mut counts: BTreeMap<T, usize> = BTreeMap::new();
+    for i in items {
+        *counts.entry(i).or_default() += 1;
+    }
+    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0))).map(|(k, _)| k)
+}

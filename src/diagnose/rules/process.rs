@@ -1,0 +1,139 @@
+//! Process deaths: the rank that died first is the culprit; the ranks that
+//! died because of it (watchdog abort, DistBackendError, SIGTERM from the
+//! agent) are victims.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::NaiveDateTime;
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, Death, DeathKind, EventKind, Job};
+
+use super::Ctx;
+
+/// The culprit deaths by rank, and when each rank first died.
+pub struct CrashSummary<'a> {
+    pub by_rank: BTreeMap<u32, Vec<&'a Death>>,
+    pub first_time: BTreeMap<u32, Option<NaiveDateTime>>,
+}
+
+/// Deaths that are not consequences of the collective failure, by rank.
+pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
+    let mut by_rank: BTreeMap<u32, Vec<&'a Death>> = BTreeMap::new();
+    let own_nccl_trouble = ranks_with_watchdog_trouble(ctx.job);
+    for d in &ctx.job.deaths {
+        let Some(rank) = d.rank else { continue };
+        // An exit status alone, on a rank whose watchdog already fired, is the
+        // watchdog's doing.
+        let bare_exit = d.kind != DeathKind::Exception && d.signal.is_none();
+        if d.consequence || (bare_exit && own_nccl_trouble.contains(&rank)) {
+            continue;
+        }
+        by_rank.entry(rank).or_default().push(d);
+    }
+    let first_time = by_rank
+        .iter()
+        .map(|(r, ds)| (*r, ds.iter().filter_map(|d| ctx.timeline.resolve(&d.time)).min()))
+        .collect();
+    CrashSummary { by_rank, first_time }
+}
+
+fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
+    job.events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WatchdogTimeout | EventKind::WatchdogException))
+        .filter_map(|e| e.who.rank)
+        .collect()
+}
+
+pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let crashes = culprit_deaths(ctx);
+    let earliest = crashes.first_time.values().flatten().min().copied();
+    let mut out = Vec::new();
+    for (rank, deaths) in &crashes.by_rank {
+        let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+        h.ranks.insert(*rank);
+        let info = ctx.job.ranks.get(rank);
+        h.host = deaths.iter().find_map(|d| d.host.clone()).or_else(|| info.and_then(|i| i.host.clone()));
+        h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+        h.value("rank", rank.to_string());
+        h.value("reason", best_reason(deaths));
+        for d in deaths {
+            let (source, weight) = death_weight(ctx, d);
+            for &ev in d.evidence.iter().take(1) {
+                h.support(source, weight, Some(ev), death_why(d));
+            }
+            for &ev in d.evidence.iter().skip(1) {
+                h.support(source, weight * 0.5, Some(ev), "part of the same failure report");
+            }
+        }
+        // A later death is less likely the first cause.
+        let first = crashes.first_time.get(rank).copied().flatten();
+        if let (Some(t), Some(e)) = (first, earliest) {
+            if t > e {
+                h.support.iter_mut().for_each(|s| s.weight *= 0.6);
+            }
+        }
+        add_peer_reports(ctx, &mut h);
+        out.push(h);
+    }
+    out
+}
+
+fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
+    let ev = &ctx.job.events[d.evidence[0]];
+    let source = match ev.kind {
+        EventKind::PythonException => Source::Torch,
+        _ => Source::Launcher,
+    };
+    let weight = match (d.kind, d.signal.as_deref()) {
+        (DeathKind::Exception, _) => 0.8,
+        (_, Some("SIGKILL" | "SIGSEGV" | "SIGBUS" | "SIGILL" | "SIGFPE")) => 0.75,
+        (DeathKind::ExitCode, _) if d.exitcode.is_some_and(|c| c != 0) => 0.6,
+        _ => 0.45,
+    };
+    (source, weight)
+}
+
+fn death_why(d: &Death) -> String {
+    match (d.kind, &d.signal, d.exitcode) {
+        (DeathKind::Exception, _, _) => "the rank raised its own exception (not a consequence of NCCL)".into(),
+        (_, Some(sig), _) => format!("the rank's process was killed by {sig}"),
+        (_, None, Some(c)) => format!("the rank's process exited with code {c}"),
+        _ => "the rank's process died".into(),
+    }
+}
+
+fn best_reason(deaths: &[&Death]) -> String {
+    deaths
+        .iter()
+        .find(|d| d.kind == DeathKind::Exception)
+        .or_else(|| deaths.iter().find(|d| d.signal.is_some()))
+        .or(deaths.first())
+        .map(|d| d.reason.clone())
+        .unwrap_or_default()
+}
+
+/// Victims repeat each other; a few of their lines make the point.
+const MAX_PEER_REPORTS: usize = 5;
+
+/// Other ranks saying their connection to this host was closed or reset is
+/// what a crash looks like from the outside.
+fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    let Some(host) = h.host.clone() else { return };
+    let mut added = 0;
+    for (idx, ev) in ctx.job.events.iter().enumerate() {
+        if added == MAX_PEER_REPORTS {
+            break;
+        }
+        if ev.kind != EventKind::SocketError {
+            continue;
+        }
+        let Some(peer) = ev.text_field("peer") else { continue };
+        let names_host = ctx.job.host_of_addr(peer) == Some(host.as_str());
+        if names_host && ev.who.host.as_deref() != Some(host.as_str()) {
+            h.support(Source::Nccl, 0.3, Some(idx), format!("a peer lost its connection to {host}"));
+            added += 1;
+        }
+    }
+}

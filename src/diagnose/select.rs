@@ -1,0 +1,184 @@
+//! Choosing among hypotheses, and the verdict's status and stuck ranks.
+
+use std::collections::BTreeSet;
+
+use crate::model::{CauseKind, EventKind};
+
+use super::hang::Hang;
+use super::hypothesis::{Hypothesis, Source};
+use super::rules::Ctx;
+use super::verdict::Status;
+
+/// Below this a hypothesis is not a verdict: the cause is `unknown`.
+const MIN_CONFIDENCE: f64 = 0.35;
+const MAX_ALTERNATIVES: usize = 4;
+
+pub struct Choice {
+    pub best: Hypothesis,
+    pub alternatives: Vec<Hypothesis>,
+}
+
+/// Folds hypotheses of one kind about one host together: a crash seen in the
+/// launcher's summary and in the peers' closed sockets is one crash.
+pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+    let mut out: Vec<Hypothesis> = Vec::new();
+    for h in hyps {
+        let same = out.iter_mut().find(|o| {
+            o.kind == h.kind && o.host == h.host && (o.ranks.is_empty() || h.ranks.is_empty() || o.ranks == h.ranks)
+        });
+        match same {
+            Some(o) => {
+                if o.ranks.is_empty() {
+                    o.ranks = h.ranks.clone();
+                    for (k, v) in &h.values {
+                        o.values.insert(k, v.clone());
+                    }
+                    o.gpu_bus_id = o.gpu_bus_id.take().or(h.gpu_bus_id.clone());
+                }
+                o.device = o.device.take().or(h.device);
+                o.port = o.port.or(h.port);
+                o.peer_host = o.peer_host.take().or(h.peer_host);
+                o.support.extend(h.support);
+            }
+            None => out.push(h),
+        }
+    }
+    out
+}
+
+pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> Choice {
+    hyps.sort_by(|a, b| {
+        b.capped_confidence()
+            .total_cmp(&a.capped_confidence())
+            .then(a.kind.cmp(&b.kind))
+            .then(a.host.cmp(&b.host))
+    });
+    let decisive = hyps.first().is_some_and(|h| h.kind != CauseKind::Unknown && h.capped_confidence() >= MIN_CONFIDENCE);
+    if decisive {
+        let best = hyps.remove(0);
+        hyps.truncate(MAX_ALTERNATIVES);
+        return Choice { best, alternatives: hyps };
+    }
+    let mut unknown = Hypothesis::new(CauseKind::Unknown);
+    let leads: Vec<String> = hyps
+        .iter()
+        .filter(|h| h.kind != CauseKind::Unknown)
+        .take(3)
+        .map(|h| format!("{} ({:.2})", h.kind, h.capped_confidence()))
+        .collect();
+    let mut detail = missing_inputs(ctx, hang).join(" ");
+    if !leads.is_empty() {
+        detail = format!("Weak leads: {}. {detail}", leads.join(", "));
+    }
+    if let Some(u) = hyps.iter().find(|h| h.kind == CauseKind::Unknown) {
+        if let Some(d) = u.values.get("detail") {
+            detail = format!("{d} {detail}");
+        }
+        unknown.support = u.support.clone();
+        unknown.host = u.host.clone();
+        unknown.device = u.device.clone();
+    }
+    if let Some(hang) = hang {
+        for &idx in hang.evidence.iter().take(3) {
+            unknown.support(Source::Torch, 0.2, Some(idx), "a rank's watchdog saw the collective hang");
+        }
+    }
+    unknown.value("detail", detail.trim().to_string());
+    hyps.retain(|h| h.kind != CauseKind::Unknown);
+    hyps.truncate(MAX_ALTERNATIVES);
+    Choice { best: unknown, alternatives: hyps }
+}
+
+/// The verdict's status from the chosen cause and what the logs show.
+pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
+    let kind = choice.best.kind;
+    let failed = failure_seen(ctx) || hang.is_some();
+    if !failed && kind == CauseKind::Unknown {
+        return if ctx.job.events.is_empty() { Status::Unknown } else { Status::Healthy };
+    }
+    match kind {
+        CauseKind::ProcessCrash => Status::Crash,
+        _ if hang.is_some() => Status::Hang,
+        CauseKind::GidIndex | CauseKind::Memlock | CauseKind::SocketInterface | CauseKind::Firewall | CauseKind::CrossRail
+            if !init_completed(ctx) =>
+        {
+            Status::InitFailure
+        }
+        _ if !init_completed(ctx) && ctx.job.events.iter().any(|e| e.kind == EventKind::NcclCommInit) => Status::InitFailure,
+        CauseKind::Unknown => Status::Unknown,
+        _ => Status::Crash,
+    }
+}
+
+/// Any sign of failure: an error, a timeout, a death that is not the agent
+/// cleaning up after a successful run.
+fn failure_seen(ctx: &Ctx<'_>) -> bool {
+    let job = ctx.job;
+    !job.deaths.is_empty()
+        || job.events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::IbCompletionError
+                    | EventKind::IbAsyncEvent
+                    | EventKind::VerbsCallFailed
+                    | EventKind::SocketError
+                    | EventKind::BootstrapError
+                    | EventKind::ProxyError
+                    | EventKind::CudaFailure
+                    | EventKind::WatchdogTimeout
+                    | EventKind::WatchdogException
+                    | EventKind::PgStatus
+                    | EventKind::NcclErrorReport
+                    | EventKind::CommAborted
+                    | EventKind::HeartbeatStuck
+                    | EventKind::CollectiveMismatch
+                    | EventKind::WorkerFailed
+                    | EventKind::TaskExited
+                    | EventKind::JobCancelled
+            )
+        })
+}
+
+/// Some rank finished initialising a communicator.
+fn init_completed(ctx: &Ctx<'_>) -> bool {
+    ctx.job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"))
+        || !ctx.job.pg_states.is_empty()
+}
+
+/// The culprits: the chosen cause's ranks, else the ranks that fell behind.
+pub fn stuck_ranks(choice: &Choice, hang: Option<&Hang>) -> Vec<u32> {
+    if !choice.best.ranks.is_empty() {
+        return choice.best.ranks.iter().copied().collect();
+    }
+    let Some(hang) = hang else { return Vec::new() };
+    let mut ranks: BTreeSet<u32> = hang.laggards.keys().copied().collect();
+    if ranks.is_empty() && hang.silent.len() <= 8 {
+        ranks.extend(hang.silent.iter().copied());
+    }
+    ranks.into_iter().collect()
+}
+
+/// What input would have decided (or strengthened) the diagnosis.
+pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
+    let job = ctx.job;
+    let mut notes = Vec::new();
+    let has = |k: EventKind| job.events.iter().any(|e| e.kind == k);
+    if !has(EventKind::NcclCommInit) {
+        notes.push("No NCCL init lines: run with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE=nccl.%h.%p) to map ranks to hosts, GPUs and NICs.".to_string());
+    }
+    if let Some(h) = hang {
+        if !h.no_logs.is_empty() {
+            let list: Vec<String> = h.no_logs.iter().take(16).map(u32::to_string).collect();
+            let more = if h.no_logs.len() > 16 { format!(" and {} more", h.no_logs.len() - 16) } else { String::new() };
+            notes.push(format!("No logs from rank(s) {}{more}: the rank the others wait for may be among them.", list.join(", ")));
+        }
+        if h.laggards.is_empty() && !has(EventKind::PgStatus) {
+            notes.push("No last-enqueued / last-completed numbers (torch ≥ 2.3 prints them) or Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000) to tell which rank fell behind.".to_string());
+        }
+    }
+    notes.push("Kernel logs (dmesg -T) and IB counters before/after from every host would show link and hardware faults.".to_string());
+    notes
+}

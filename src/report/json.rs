@@ -1,0 +1,95 @@
+//! `report.json`: the verdict contract of docs/verdict.md (schema_version 1).
+//! Field order is fixed by these structs; maps are sorted; no clock is
+//! recorded, so the same input gives the same bytes.
+
+use serde::Serialize;
+
+use crate::diagnose::{RankRow, Verdict};
+use crate::model::Skipped;
+
+use super::ReportInput;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub job: JobFacts,
+    pub verdict: &'a Verdict,
+    pub ranks: &'a [RankRow],
+    pub skipped: &'a [Skipped],
+    /// What input would have decided or strengthened the verdict.
+    pub notes: &'a [String],
+    /// Files whose lines were cut or not valid UTF-8.
+    pub input_health: Vec<FileHealth>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobFacts {
+    pub path: String,
+    pub ranks: Option<u32>,
+    pub hosts: Vec<String>,
+    pub nccl_version: Option<String>,
+    pub nccl_versions: Vec<String>,
+    pub torch_version: Option<String>,
+    pub files: usize,
+    pub bytes: u64,
+    pub lines: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileHealth {
+    pub file: String,
+    pub lines: u64,
+    pub truncated_lines: u64,
+    pub lossy_lines: u64,
+}
+
+pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
+    let job = input.job;
+    let ranks = job.world_size.or_else(|| (!job.ranks.is_empty()).then_some(job.ranks.len() as u32));
+    Document {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool { name: "ncclpm", version: env!("CARGO_PKG_VERSION") },
+        job: JobFacts {
+            path: job.root.clone(),
+            ranks,
+            hosts: job.hosts.keys().cloned().collect(),
+            nccl_version: job.nccl_versions.iter().next_back().cloned(),
+            nccl_versions: job.nccl_versions.iter().cloned().collect(),
+            torch_version: job.torch_version.clone(),
+            files: job.files.len(),
+            bytes: job.files.iter().map(|f| f.bytes).sum(),
+            lines: job.files.iter().map(|f| f.lines).sum(),
+        },
+        verdict: &input.diagnosis.verdict,
+        ranks: &input.diagnosis.ranks,
+        skipped: &job.skipped,
+        notes: &input.diagnosis.notes,
+        input_health: job
+            .files
+            .iter()
+            .filter(|f| f.truncated_lines > 0 || f.lossy_lines > 0)
+            .map(|f| FileHealth {
+                file: f.path.clone(),
+                lines: f.lines,
+                truncated_lines: f.truncated_lines,
+                lossy_lines: f.lossy_lines,
+            })
+            .collect(),
+    }
+}
+
+/// The document as pretty JSON with a final newline.
+pub fn to_string(doc: &Document<'_>) -> String {
+    let mut s = serde_json::to_string_pretty(doc).expect("report document serializes");
+    s.push('\n');
+    s
+}

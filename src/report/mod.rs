@@ -1,0 +1,63 @@
+//! Render: the JSON document, the HTML page and the terminal summary. Reads
+//! only the job model and the diagnosis.
+
+pub mod html;
+pub mod json;
+pub mod terminal;
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnose::Diagnosis;
+use crate::model::Job;
+use crate::timeline::Timeline;
+
+/// What every renderer reads.
+pub struct ReportInput<'a> {
+    pub job: &'a Job,
+    pub timeline: &'a Timeline,
+    pub diagnosis: &'a Diagnosis,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot create output folder {path}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Paths of the files written.
+#[derive(Debug)]
+pub struct Written {
+    pub json: PathBuf,
+    pub html: Option<PathBuf>,
+}
+
+/// Writes `report.json` and (unless `json_only`) `report.html` into `dir`.
+pub fn write_reports(dir: &Path, input: &ReportInput<'_>, json_only: bool) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir { path: dir.to_path_buf(), source })?;
+    let doc = json::document(input);
+    let json_text = json::to_string(&doc);
+    let json_path = dir.join("report.json");
+    write_file(&json_path, &json_text)?;
+    let html = if json_only {
+        None
+    } else {
+        let path = dir.join("report.html");
+        write_file(&path, &html::render(input, &json_text))?;
+        Some(path)
+    };
+    Ok(Written { json: json_path, html })
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+    std::fs::write(path, text).map_err(|source| ReportError::Write { path: path.to_path_buf(), source })
+}

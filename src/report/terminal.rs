@@ -1,0 +1,79 @@
+//! The short verdict printed to the terminal.
+
+use std::fmt::Write;
+
+use crate::diagnose::Status;
+
+use super::ReportInput;
+
+const TOP_EVIDENCE: usize = 3;
+
+pub fn summary(input: &ReportInput<'_>) -> String {
+    let v = &input.diagnosis.verdict;
+    let mut out = String::new();
+    let _ = writeln!(out, "verdict: {}", v.status.name().to_uppercase());
+    if v.status == Status::Healthy {
+        let _ = writeln!(out, "  no failure found in {} file(s)", input.job.files.len());
+        return out;
+    }
+    if !v.stuck_ranks.is_empty() {
+        let _ = writeln!(out, "  stuck rank(s): {}", describe_ranks(input, &v.stuck_ranks));
+    }
+    if let Some(c) = &v.collective {
+        let _ = writeln!(
+            out,
+            "  collective:    {} seq {} pg {}",
+            c.op.as_deref().unwrap_or("?"),
+            c.seq.map_or("?".to_string(), |s| s.to_string()),
+            c.pg.as_deref().unwrap_or("?")
+        );
+    }
+    if let Some(cause) = &v.cause {
+        let _ = writeln!(out, "  cause:         {} (confidence {:.2})", cause.kind, cause.confidence);
+        let place: Vec<String> = [
+            cause.host.clone().map(|h| format!("host {h}")),
+            cause.device.clone().map(|d| format!("{d} port {}", cause.port.map_or("?".into(), |p| p.to_string()))),
+            cause.gpu_bus_id.clone().map(|g| format!("GPU {g}")),
+            cause.peer_host.clone().map(|p| format!("peer {p}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !place.is_empty() {
+            let _ = writeln!(out, "  where:         {}", place.join(", "));
+        }
+        let _ = writeln!(out, "  {}", cause.summary);
+    }
+    for e in v.evidence.iter().take(TOP_EVIDENCE) {
+        let _ = writeln!(out, "  > {}:{}: {}", e.file, e.line, clip(&e.text, 160));
+    }
+    out
+}
+
+fn describe_ranks(input: &ReportInput<'_>, ranks: &[u32]) -> String {
+    let parts: Vec<String> = ranks
+        .iter()
+        .take(8)
+        .map(|r| {
+            let info = input.job.ranks.get(r);
+            let mut s = r.to_string();
+            if let Some(h) = info.and_then(|i| i.host.as_deref()) {
+                let _ = write!(s, " ({h}");
+                if let Some(g) = info.and_then(|i| i.gpu_bus_id.as_deref()) {
+                    let _ = write!(s, ", GPU {g}");
+                }
+                s.push(')');
+            }
+            s
+        })
+        .collect();
+    let more = if ranks.len() > 8 { format!(" and {} more", ranks.len() - 8) } else { String::new() };
+    format!("{}{more}", parts.join(", "))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
