@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::diagnose::{diagnose, Diagnosis};
-use crate::grammar::knowledge::Knowledge;
+use crate::diagnose::{Diagnosis, diagnose};
 use crate::grammar::Grammar;
-use crate::ingest::{discover, IngestError, InputFile};
-use crate::model::{build::build, Event, FileInfo, Job, Skipped};
-use crate::parse::{parse_file, FileParse};
+use crate::grammar::knowledge::Knowledge;
+use crate::ingest::{IngestError, InputFile, discover};
+use crate::model::{Event, FileInfo, Job, Skipped, build::build};
+use crate::parse::{FileParse, parse_file};
 use crate::timeline::Timeline;
 
 /// The whole result of analysing one job.
@@ -38,32 +38,57 @@ impl Engine {
     /// Analyses a job folder or a single log file.
     pub fn analyze(&self, path: &Path) -> Result<Analysis, AnalyzeError> {
         let found = discover(path)?;
-        let parsed: Vec<FileParse> = found.files.par_iter().map(|f| parse_file(f, &self.grammar)).collect();
+        let parsed: Vec<FileParse> = found
+            .files
+            .par_iter()
+            .map(|f| parse_file(f, &self.grammar))
+            .collect();
         let (files, events, mut skipped) = collect_parses(&found.files, parsed);
         skipped.extend(found.skipped);
         skipped.sort();
         if files.iter().all(|f| f.lines == 0) {
-            return Err(AnalyzeError::NoReadableInput { path: path.to_path_buf(), detail: describe_skips(&skipped) });
+            return Err(AnalyzeError::NoReadableInput {
+                path: path.to_path_buf(),
+                detail: describe_skips(&skipped),
+            });
         }
-        let mut job = build(display_root(path), files, events, &self.knowledge.consequences);
+        let mut job = build(
+            display_root(path),
+            files,
+            events,
+            &self.knowledge.consequences,
+        );
         job.skipped = skipped;
         let timeline = Timeline::build(&job);
         let diagnosis = diagnose(&job, &timeline, &self.knowledge);
-        Ok(Analysis { job, timeline, diagnosis })
+        Ok(Analysis {
+            job,
+            timeline,
+            diagnosis,
+        })
     }
 }
 
 /// The file table, all events in (file, line) order, and the files skipped.
-fn collect_parses(inputs: &[InputFile], parsed: Vec<FileParse>) -> (Vec<FileInfo>, Vec<Event>, Vec<Skipped>) {
+fn collect_parses(
+    inputs: &[InputFile],
+    parsed: Vec<FileParse>,
+) -> (Vec<FileInfo>, Vec<Event>, Vec<Skipped>) {
     let mut files = Vec::with_capacity(inputs.len());
     let mut events = Vec::new();
     let mut skipped = Vec::new();
     for (input, p) in inputs.iter().zip(parsed) {
         if let Some(reason) = p.skipped {
-            skipped.push(Skipped { file: input.display.clone(), reason });
+            skipped.push(Skipped {
+                file: input.display.clone(),
+                reason,
+            });
         }
         if let Some(reason) = p.partial {
-            skipped.push(Skipped { file: input.display.clone(), reason: format!("partly read: {reason}") });
+            skipped.push(Skipped {
+                file: input.display.clone(),
+                reason: format!("partly read: {reason}"),
+            });
         }
         files.push(FileInfo {
             id: input.id,
@@ -85,7 +110,11 @@ fn describe_skips(skipped: &[Skipped]) -> String {
     if skipped.is_empty() {
         return "no files found".into();
     }
-    let first: Vec<String> = skipped.iter().take(3).map(|s| format!("{}: {}", s.file, s.reason)).collect();
+    let first: Vec<String> = skipped
+        .iter()
+        .take(3)
+        .map(|s| format!("{}: {}", s.file, s.reason))
+        .collect();
     format!("{} file(s) skipped ({})", skipped.len(), first.join("; "))
 }
 

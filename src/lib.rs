@@ -4,11 +4,11 @@
 //! The pipeline, one module per stage: [`ingest`] → [`parse`] → [`model`] →
 //! [`timeline`] → [`diagnose`] → [`report`], wired by [`analyze`].
 
+pub mod analyze;
+pub mod diagnose;
 pub mod grammar;
 pub mod ingest;
 pub mod model;
 pub mod parse;
-pub mod timeline;
-pub mod diagnose;
-pub mod analyze;
 pub mod report;
+pub mod timeline;

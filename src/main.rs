@@ -14,12 +14,16 @@ use clap::{Parser, Subcommand};
 
 use ncclpm::analyze::{AnalyzeError, Engine};
 use ncclpm::grammar::knowledge::Knowledge;
-use ncclpm::grammar::{read_user_grammars, Grammar};
+use ncclpm::grammar::{Grammar, read_user_grammars};
 use ncclpm::parse::selftest::check_samples;
-use ncclpm::report::{terminal, write_reports, ReportInput};
+use ncclpm::report::{ReportInput, terminal, write_reports};
 
 #[derive(Parser)]
-#[command(name = "ncclpm", version, about = "Post-mortem analysis of distributed GPU training jobs that hung or died in NCCL collectives")]
+#[command(
+    name = "ncclpm",
+    version,
+    about = "Post-mortem analysis of distributed GPU training jobs that hung or died in NCCL collectives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,7 +57,14 @@ struct AnalyzeArgs {
     fail_on: Vec<String>,
 }
 
-const FAIL_ON_STATUSES: &[&str] = &["any", "hang", "crash", "init_failure", "degraded", "unknown"];
+const FAIL_ON_STATUSES: &[&str] = &[
+    "any",
+    "hang",
+    "crash",
+    "init_failure",
+    "degraded",
+    "unknown",
+];
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -73,26 +84,52 @@ fn main() -> ExitCode {
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
-    if let Some(bad) = args.fail_on.iter().find(|s| !FAIL_ON_STATUSES.contains(&s.as_str())) {
-        anyhow::bail!("--fail-on: unknown status `{bad}` (one of {})", FAIL_ON_STATUSES.join(", "));
+    if let Some(bad) = args
+        .fail_on
+        .iter()
+        .find(|s| !FAIL_ON_STATUSES.contains(&s.as_str()))
+    {
+        anyhow::bail!(
+            "--fail-on: unknown status `{bad}` (one of {})",
+            FAIL_ON_STATUSES.join(", ")
+        );
     }
     let engine = engine(&args.grammars)?;
     let analysis = match engine.analyze(&args.path) {
         Ok(a) => a,
         Err(e @ AnalyzeError::NoReadableInput { .. }) => return Err(e.into()),
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot analyse {}", args.path.display()))),
+        Err(e) => {
+            return Err(
+                anyhow::Error::new(e).context(format!("cannot analyse {}", args.path.display()))
+            );
+        }
     };
-    let input = ReportInput { job: &analysis.job, timeline: &analysis.timeline, diagnosis: &analysis.diagnosis };
+    let input = ReportInput {
+        job: &analysis.job,
+        timeline: &analysis.timeline,
+        diagnosis: &analysis.diagnosis,
+    };
     let written = write_reports(&args.out, &input, args.json_only)?;
     if !args.quiet {
         let mut out = std::io::stdout().lock();
         write!(out, "{}", terminal::summary(&input))?;
-        let html = written.html.as_ref().map(|p| format!(" and {}", p.display())).unwrap_or_default();
+        let html = written
+            .html
+            .as_ref()
+            .map(|p| format!(" and {}", p.display()))
+            .unwrap_or_default();
         writeln!(out, "report: {}{html}", written.json.display())?;
     }
     let status = analysis.diagnosis.verdict.status.name();
-    let fail = args.fail_on.iter().any(|s| s == status || (s == "any" && status != "healthy"));
-    Ok(if fail { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let fail = args
+        .fail_on
+        .iter()
+        .any(|s| s == status || (s == "any" && status != "healthy"));
+    Ok(if fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn engine(user_grammars: &[PathBuf]) -> Result<Engine> {

@@ -35,7 +35,11 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     let evidence = h
         .ranked_support()
         .into_iter()
-        .filter_map(|s| s.event.filter(|e| seen.insert(*e)).map(|e| evidence_for(ctx, e, &s.why)))
+        .filter_map(|s| {
+            s.event
+                .filter(|e| seen.insert(*e))
+                .map(|e| evidence_for(ctx, e, &s.why))
+        })
         .take(MAX_CAUSE_EVIDENCE)
         .collect();
     Cause {
@@ -66,7 +70,17 @@ fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a s
     put("port", h.port.map(|p| p.to_string()));
     put("gpu", h.gpu_bus_id.clone());
     put("peer_host", h.peer_host.clone());
-    put("ranks", Some(h.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")).filter(|s| !s.is_empty()));
+    put(
+        "ranks",
+        Some(
+            h.ranks
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+        .filter(|s| !s.is_empty()),
+    );
     put("rank", h.ranks.iter().next().map(u32::to_string));
     if let Some(hang) = hang {
         put("op", hang.op.clone());
@@ -80,7 +94,11 @@ fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a s
 }
 
 /// The verdict's evidence: the cause's lines, then a few victims' timeouts.
-pub fn verdict_evidence(ctx: &Ctx<'_>, cause: Option<&Cause>, hang: Option<&Hang>) -> Vec<Evidence> {
+pub fn verdict_evidence(
+    ctx: &Ctx<'_>,
+    cause: Option<&Cause>,
+    hang: Option<&Hang>,
+) -> Vec<Evidence> {
     let mut out: Vec<Evidence> = cause.map(|c| c.evidence.clone()).unwrap_or_default();
     if let Some(hang) = hang {
         let victims = hang
@@ -89,7 +107,11 @@ pub fn verdict_evidence(ctx: &Ctx<'_>, cause: Option<&Cause>, hang: Option<&Hang
             .filter(|&&i| ctx.job.events[i].kind == EventKind::WatchdogTimeout)
             .take(MAX_VICTIM_LINES);
         for &idx in victims {
-            let e = evidence_for(ctx, idx, "a rank's watchdog timed out waiting in the hung collective");
+            let e = evidence_for(
+                ctx,
+                idx,
+                "a rank's watchdog timed out waiting in the hung collective",
+            );
             if !out.iter().any(|o| o.file == e.file && o.line == e.line) {
                 out.push(e);
             }

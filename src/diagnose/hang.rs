@@ -31,9 +31,16 @@ pub struct Hang {
 /// Finds the hung collective; `None` when no watchdog fired.
 pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option<Hang> {
     let (pg, seq) = hung_work(job)?;
-    let mut hang = Hang { pg: pg.clone(), seq, ..Hang::default() };
+    let mut hang = Hang {
+        pg: pg.clone(),
+        seq,
+        ..Hang::default()
+    };
     let mut ops: BTreeMap<String, usize> = BTreeMap::new();
-    for ((p, rank), st) in job.pg_states.range((pg.clone(), 0)..=(pg.clone(), u32::MAX)) {
+    for ((p, rank), st) in job
+        .pg_states
+        .range((pg.clone(), 0)..=(pg.clone(), u32::MAX))
+    {
         debug_assert_eq!(p, &pg);
         if st.timed_out {
             hang.timed_out.insert(*rank);
@@ -54,10 +61,14 @@ pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option
         }
         hang.evidence.extend(st.evidence.iter().copied());
     }
-    hang.op = ops.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(op, _)| op);
+    hang.op = ops
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(op, _)| op);
     let with_logs = ranks_with_logs(job);
     for rank in job.all_ranks() {
-        let accounted = hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);
+        let accounted =
+            hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);
         if accounted || hang.laggards.contains_key(&rank) {
             continue;
         }
@@ -79,7 +90,10 @@ fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
             *votes.entry((pg.clone(), st.failed_seq)).or_default() += 1;
         }
     }
-    let heartbeat = job.events.iter().any(|e| e.kind == EventKind::HeartbeatStuck);
+    let heartbeat = job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::HeartbeatStuck);
     if votes.is_empty() && !heartbeat {
         return None;
     }

@@ -60,8 +60,19 @@ impl Hypothesis {
         }
     }
 
-    pub fn support(&mut self, source: Source, weight: f64, event: Option<EventIdx>, why: impl Into<String>) {
-        self.support.push(Support { source, weight, event, why: why.into() });
+    pub fn support(
+        &mut self,
+        source: Source,
+        weight: f64,
+        event: Option<EventIdx>,
+        why: impl Into<String>,
+    ) {
+        self.support.push(Support {
+            source,
+            weight,
+            event,
+            why: why.into(),
+        });
     }
 
     pub fn value(&mut self, name: &'static str, value: impl Into<String>) {

@@ -23,28 +23,60 @@ use rules::Ctx;
 /// Runs every rule over the job and decides the verdict.
 pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let ctx = Ctx { job, timeline, kb };
-    let dead: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
+    let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
     let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
     let choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;
-    let stuck_ranks: Vec<u32> = if healthy { Vec::new() } else { select::stuck_ranks(&choice, hang.as_ref()) };
+    let stuck_ranks: Vec<u32> = if healthy {
+        Vec::new()
+    } else {
+        select::stuck_ranks(&choice, hang.as_ref())
+    };
     let collective = hang.as_ref().filter(|_| !healthy).map(|h| Collective {
         op: h.op.clone(),
         seq: h.seq,
         pg: Some(h.pg.clone()),
     });
     let cause = (!healthy).then(|| evidence::to_cause(&ctx, &choice.best, hang.as_ref()));
-    let alternatives = choice.alternatives.iter().map(|h| evidence::to_cause(&ctx, h, hang.as_ref())).collect();
+    let alternatives = choice
+        .alternatives
+        .iter()
+        .map(|h| evidence::to_cause(&ctx, h, hang.as_ref()))
+        .collect();
     let verdict_evidence = evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref());
     let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
     Diagnosis {
-        verdict: Verdict { status, stuck_ranks, collective, cause, alternatives, evidence: verdict_evidence },
+        verdict: Verdict {
+            status,
+            stuck_ranks,
+            collective,
+            cause,
+            alternatives,
+            evidence: verdict_evidence,
+        },
         ranks,
         notes: select::missing_inputs(&ctx, hang.as_ref()),
     }
+}
+
+/// Ranks whose death explains their silence: those that died of their own
+/// accord, and — once some rank did — every rank that died after it. Without a
+/// culprit death, a rank the launcher stopped before its watchdog fired is
+/// just silent: it may be the one the others waited for.
+fn accounted_deaths(ctx: &Ctx<'_>) -> BTreeSet<u32> {
+    let culprits: BTreeSet<u32> = rules::culprit_deaths(ctx).by_rank.keys().copied().collect();
+    if culprits.is_empty() {
+        return culprits;
+    }
+    ctx.job
+        .deaths
+        .iter()
+        .filter_map(|d| d.rank)
+        .chain(culprits)
+        .collect()
 }
 
 /// Ranks that reported a NCCL or network error of their own.

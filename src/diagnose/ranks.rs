@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::model::EventKind;
 
-use super::hang::{ranks_with_logs, Hang};
+use super::hang::{Hang, ranks_with_logs};
 use super::rules::Ctx;
 use super::verdict::{RankRow, RankState};
 
@@ -26,6 +26,12 @@ pub fn rows(
         })
         .filter_map(|e| e.who.rank)
         .collect();
+    let killed: BTreeSet<u32> = job
+        .deaths
+        .iter()
+        .filter(|d| d.stopped_by_launcher)
+        .filter_map(|d| d.rank)
+        .collect();
     let mut all: BTreeSet<u32> = job.all_ranks().into_iter().collect();
     all.extend(job.ranks.keys().copied());
     let pg = hang.map_or_else(|| "0".to_string(), |h| h.pg.clone());
@@ -35,6 +41,8 @@ pub fn rows(
             let st = job.pg_states.get(&(pg.clone(), rank));
             let state = if stuck.contains(&rank) {
                 RankState::Stuck
+            } else if killed.contains(&rank) && !st.is_some_and(|s| s.timed_out) {
+                RankState::Killed
             } else if dead.contains(&rank) && !st.is_some_and(|s| s.timed_out) {
                 RankState::Crashed
             } else if st.is_some_and(|s| s.timed_out) {
@@ -55,7 +63,9 @@ pub fn rows(
                 host: info.and_then(|i| i.host.clone()),
                 pid: info.and_then(|i| i.pid),
                 gpu_bus_id: info.and_then(|i| i.gpu_bus_id.clone()),
-                nics: info.map(|i| i.nics().into_iter().map(|(n, _)| n).collect()).unwrap_or_default(),
+                nics: info
+                    .map(|i| i.nics().into_iter().map(|(n, _)| n).collect())
+                    .unwrap_or_default(),
                 last_enqueued: st.and_then(|s| s.last_enqueued),
                 last_completed: st.and_then(|s| s.last_completed),
                 state,

@@ -24,7 +24,9 @@ pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     let mut out: Vec<Hypothesis> = Vec::new();
     for h in hyps {
         let same = out.iter_mut().find(|o| {
-            o.kind == h.kind && o.host == h.host && (o.ranks.is_empty() || h.ranks.is_empty() || o.ranks == h.ranks)
+            o.kind == h.kind
+                && o.host == h.host
+                && (o.ranks.is_empty() || h.ranks.is_empty() || o.ranks == h.ranks)
         });
         match same {
             Some(o) => {
@@ -53,11 +55,16 @@ pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> 
             .then(a.kind.cmp(&b.kind))
             .then(a.host.cmp(&b.host))
     });
-    let decisive = hyps.first().is_some_and(|h| h.kind != CauseKind::Unknown && h.capped_confidence() >= MIN_CONFIDENCE);
+    let decisive = hyps
+        .first()
+        .is_some_and(|h| h.kind != CauseKind::Unknown && h.capped_confidence() >= MIN_CONFIDENCE);
     if decisive {
         let best = hyps.remove(0);
         hyps.truncate(MAX_ALTERNATIVES);
-        return Choice { best, alternatives: hyps };
+        return Choice {
+            best,
+            alternatives: hyps,
+        };
     }
     let mut unknown = Hypothesis::new(CauseKind::Unknown);
     let leads: Vec<String> = hyps
@@ -80,13 +87,21 @@ pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> 
     }
     if let Some(hang) = hang {
         for &idx in hang.evidence.iter().take(3) {
-            unknown.support(Source::Torch, 0.2, Some(idx), "a rank's watchdog saw the collective hang");
+            unknown.support(
+                Source::Torch,
+                0.2,
+                Some(idx),
+                "a rank's watchdog saw the collective hang",
+            );
         }
     }
     unknown.value("detail", detail.trim().to_string());
     hyps.retain(|h| h.kind != CauseKind::Unknown);
     hyps.truncate(MAX_ALTERNATIVES);
-    Choice { best: unknown, alternatives: hyps }
+    Choice {
+        best: unknown,
+        alternatives: hyps,
+    }
 }
 
 /// The verdict's status from the chosen cause and what the logs show.
@@ -94,17 +109,34 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     let kind = choice.best.kind;
     let failed = failure_seen(ctx) || hang.is_some();
     if !failed && kind == CauseKind::Unknown {
-        return if ctx.job.events.is_empty() { Status::Unknown } else { Status::Healthy };
+        // Healthy needs a positive sign: a clean finish, not just silence.
+        return if completion_seen(ctx) {
+            Status::Healthy
+        } else {
+            Status::Unknown
+        };
     }
     match kind {
         CauseKind::ProcessCrash => Status::Crash,
         _ if hang.is_some() => Status::Hang,
-        CauseKind::GidIndex | CauseKind::Memlock | CauseKind::SocketInterface | CauseKind::Firewall | CauseKind::CrossRail
+        CauseKind::GidIndex
+        | CauseKind::Memlock
+        | CauseKind::SocketInterface
+        | CauseKind::Firewall
+        | CauseKind::CrossRail
             if !init_completed(ctx) =>
         {
             Status::InitFailure
         }
-        _ if !init_completed(ctx) && ctx.job.events.iter().any(|e| e.kind == EventKind::NcclCommInit) => Status::InitFailure,
+        _ if !init_completed(ctx)
+            && ctx
+                .job
+                .events
+                .iter()
+                .any(|e| e.kind == EventKind::NcclCommInit) =>
+        {
+            Status::InitFailure
+        }
         CauseKind::Unknown => Status::Unknown,
         _ => Status::Crash,
     }
@@ -134,9 +166,26 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::CollectiveMismatch
                     | EventKind::WorkerFailed
                     | EventKind::TaskExited
-                    | EventKind::JobCancelled
             )
         })
+        || job
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::NcclErrorChain && e.int("result").is_some_and(|r| r != 0))
+        || job
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_some())
+}
+
+/// The job finished: the launcher said so, communicators were destroyed
+/// cleanly, or the user cancelled it without a fault.
+fn completion_seen(ctx: &Ctx<'_>) -> bool {
+    ctx.job.events.iter().any(|e| {
+        e.kind == EventKind::JobCompleted
+            || e.kind == EventKind::JobCancelled
+            || (e.kind == EventKind::NcclCommTeardown && e.text_field("what") == Some("Destroy"))
+    })
 }
 
 /// Some rank finished initialising a communicator.
@@ -172,8 +221,15 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     if let Some(h) = hang {
         if !h.no_logs.is_empty() {
             let list: Vec<String> = h.no_logs.iter().take(16).map(u32::to_string).collect();
-            let more = if h.no_logs.len() > 16 { format!(" and {} more", h.no_logs.len() - 16) } else { String::new() };
-            notes.push(format!("No logs from rank(s) {}{more}: the rank the others wait for may be among them.", list.join(", ")));
+            let more = if h.no_logs.len() > 16 {
+                format!(" and {} more", h.no_logs.len() - 16)
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "No logs from rank(s) {}{more}: the rank the others wait for may be among them.",
+                list.join(", ")
+            ));
         }
         if h.laggards.is_empty() && !has(EventKind::PgStatus) {
             notes.push("No last-enqueued / last-completed numbers (torch ≥ 2.3 prints them) or Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000) to tell which rank fell behind.".to_string());

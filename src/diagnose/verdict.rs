@@ -84,6 +84,8 @@ pub enum RankState {
     /// The culprit: the rank the others waited for.
     Stuck,
     Crashed,
+    /// Stopped by the launcher after another rank failed.
+    Killed,
     TimedOut,
     /// Reported an NCCL / network error, no timeout.
     Error,
@@ -101,6 +103,7 @@ impl RankState {
         match self {
             RankState::Stuck => "stuck",
             RankState::Crashed => "crashed",
+            RankState::Killed => "killed",
             RankState::TimedOut => "timed_out",
             RankState::Error => "error",
             RankState::Silent => "silent",

@@ -4,9 +4,9 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::bytes::Regex;
 use std::sync::Arc;
 
+use super::GrammarError;
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
-use super::GrammarError;
 use crate::model::{EventKind, Fields, Level, Value};
 
 /// Index of a pattern inside a [`Grammar`]; lower is tried first.
@@ -67,8 +67,11 @@ impl Grammar {
     pub fn compile(files: &[(String, String)]) -> Result<Grammar, GrammarError> {
         let mut patterns = Vec::new();
         for (file, text) in files {
-            let parsed: GrammarFile = toml::from_str(text)
-                .map_err(|source| GrammarError::Toml { file: file.clone(), source })?;
+            let parsed: GrammarFile =
+                toml::from_str(text).map_err(|source| GrammarError::Toml {
+                    file: file.clone(),
+                    source,
+                })?;
             let source: Arc<str> = parsed.source.as_str().into();
             for spec in parsed.patterns {
                 patterns.push(compile_pattern(file, &source, spec)?);
@@ -76,7 +79,11 @@ impl Grammar {
         }
         check_unique_ids(&patterns)?;
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
-        Ok(Grammar { patterns, prefilter, literal_owners })
+        Ok(Grammar {
+            patterns,
+            prefilter,
+            literal_owners,
+        })
     }
 
     pub fn patterns(&self) -> &[Pattern] {
@@ -88,7 +95,10 @@ impl Grammar {
     }
 
     /// Every literal occurrence in `haystack`: (byte offset, literal index).
-    pub fn literal_hits<'a>(&'a self, haystack: &'a [u8]) -> impl Iterator<Item = (usize, u32)> + 'a {
+    pub fn literal_hits<'a>(
+        &'a self,
+        haystack: &'a [u8],
+    ) -> impl Iterator<Item = (usize, u32)> + 'a {
         self.prefilter
             .find_overlapping_iter(haystack)
             .map(|m| (m.start(), m.pattern().as_u32()))
@@ -112,7 +122,12 @@ impl Grammar {
     /// Tries `candidates` (sorted, deduplicated) on a line whose message starts
     /// at `body_start`: the first regular pattern that matches wins, then
     /// fallbacks in order.
-    pub fn match_line(&self, candidates: &[PatternIdx], line: &[u8], body_start: usize) -> Option<Match<'_>> {
+    pub fn match_line(
+        &self,
+        candidates: &[PatternIdx],
+        line: &[u8],
+        body_start: usize,
+    ) -> Option<Match<'_>> {
         let regular = candidates.iter().filter(|&&i| !self.pattern(i).fallback);
         let fallback = candidates.iter().filter(|&&i| self.pattern(i).fallback);
         regular.chain(fallback).find_map(|&i| {
@@ -140,20 +155,35 @@ impl Pattern {
         for (name, value) in &self.constants {
             fields.insert(name, value.clone());
         }
-        Some(Match { pattern: self, fields })
+        Some(Match {
+            pattern: self,
+            fields,
+        })
     }
 }
 
-fn compile_pattern(file: &str, source: &Arc<str>, spec: PatternSpec) -> Result<Pattern, GrammarError> {
-    let fail = |reason: String| GrammarError::Pattern { file: file.into(), id: spec.id.clone(), reason };
+fn compile_pattern(
+    file: &str,
+    source: &Arc<str>,
+    spec: PatternSpec,
+) -> Result<Pattern, GrammarError> {
+    let fail = |reason: String| GrammarError::Pattern {
+        file: file.into(),
+        id: spec.id.clone(),
+        reason,
+    };
     let kind = EventKind::from_name(&spec.event)
         .ok_or_else(|| fail(format!("unknown event kind `{}`", spec.event)))?;
     let level = match &spec.level {
-        Some(word) => Some(Level::from_word(word).ok_or_else(|| fail(format!("unknown level `{word}`")))?),
+        Some(word) => {
+            Some(Level::from_word(word).ok_or_else(|| fail(format!("unknown level `{word}`")))?)
+        }
         None => None,
     };
     if spec.literals.is_empty() || spec.literals.iter().any(String::is_empty) {
-        return Err(fail("needs at least one non-empty literal for the prefilter".into()));
+        return Err(fail(
+            "needs at least one non-empty literal for the prefilter".into(),
+        ));
     }
     let regex = Regex::new(&spec.regex).map_err(|source| GrammarError::Regex {
         file: file.into(),
@@ -193,11 +223,18 @@ fn compile_pattern(file: &str, source: &Arc<str>, spec: PatternSpec) -> Result<P
 fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Box<str>, FieldKind)>, String> {
     let names: Vec<&str> = regex.capture_names().flatten().collect();
     if let Some(unknown) = spec.fields.keys().find(|k| !names.contains(&k.as_str())) {
-        return Err(format!("field `{unknown}` is not a named capture of the regex"));
+        return Err(format!(
+            "field `{unknown}` is not a named capture of the regex"
+        ));
     }
     Ok(names
         .iter()
-        .map(|n| (Box::from(*n), spec.fields.get(*n).copied().unwrap_or_default()))
+        .map(|n| {
+            (
+                Box::from(*n),
+                spec.fields.get(*n).copied().unwrap_or_default(),
+            )
+        })
         .collect())
 }
 
@@ -205,7 +242,10 @@ fn toml_to_value(v: &toml::Value) -> Result<Value, String> {
     match v {
         toml::Value::Integer(i) => Ok(Value::Int(*i)),
         toml::Value::String(s) => Ok(Value::Text(s.as_str().into())),
-        other => Err(format!("field values must be strings or integers, not {}", other.type_str())),
+        other => Err(format!(
+            "field values must be strings or integers, not {}",
+            other.type_str()
+        )),
     }
 }
 
@@ -232,7 +272,9 @@ fn check_unique_ids(patterns: &[Pattern]) -> Result<(), GrammarError> {
 
 /// One automaton over the distinct literals of all patterns; each literal keeps
 /// the list of patterns that named it.
-fn build_prefilter(patterns: &[Pattern]) -> Result<(AhoCorasick, Vec<Vec<PatternIdx>>), GrammarError> {
+fn build_prefilter(
+    patterns: &[Pattern],
+) -> Result<(AhoCorasick, Vec<Vec<PatternIdx>>), GrammarError> {
     let mut literals: Vec<String> = Vec::new();
     let mut owners: Vec<Vec<PatternIdx>> = Vec::new();
     for (idx, spec_literals) in patterns.iter().map(|p| &p.literals).enumerate() {

@@ -33,7 +33,13 @@ pub fn normalize_bus_id(raw: &str) -> Option<String> {
         return None;
     }
     let padded = format!("{raw:0>9}");
-    Some(format!("{}:{}:{}.{}", &padded[0..4], &padded[4..6], &padded[6..8], &padded[8..9]))
+    Some(format!(
+        "{}:{}:{}.{}",
+        &padded[0..4],
+        &padded[4..6],
+        &padded[6..8],
+        &padded[8..9]
+    ))
 }
 
 fn normalize_pci_address(raw: &str) -> Option<String> {
@@ -72,7 +78,10 @@ mod tests {
     #[test]
     fn pci_forms_of_kernel_and_nvidia_smi_agree() {
         assert_eq!(normalize_bus_id("0000:41:00.0").unwrap(), "0000:41:00.0");
-        assert_eq!(normalize_bus_id("00000000:41:00.0").unwrap(), "0000:41:00.0");
+        assert_eq!(
+            normalize_bus_id("00000000:41:00.0").unwrap(),
+            "0000:41:00.0"
+        );
         assert_eq!(normalize_bus_id("0000:AF:00").unwrap(), "0000:af:00.0");
         assert_eq!(normalize_bus_id("zz"), None);
     }

@@ -6,8 +6,8 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 use super::GrammarError;
-use crate::model::build::ConsequenceRules;
 use crate::model::CauseKind;
+use crate::model::build::ConsequenceRules;
 
 const KNOWLEDGE: &str = include_str!("../../grammars/knowledge.toml");
 
@@ -73,8 +73,10 @@ impl Knowledge {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Knowledge, GrammarError> {
-        let raw: KnowledgeFile =
-            toml::from_str(text).map_err(|source| GrammarError::Toml { file: file.into(), source })?;
+        let raw: KnowledgeFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
+            file: file.into(),
+            source,
+        })?;
         let mut causes = BTreeMap::new();
         for c in raw.cause {
             let kind = CauseKind::from_name(&c.kind).ok_or_else(|| GrammarError::Pattern {
@@ -82,7 +84,14 @@ impl Knowledge {
                 id: c.kind.clone(),
                 reason: "not a cause kind of docs/verdict.md".into(),
             })?;
-            causes.insert(kind, CauseText { title: c.title, summary: c.summary, remedy: c.remedy });
+            causes.insert(
+                kind,
+                CauseText {
+                    title: c.title,
+                    summary: c.summary,
+                    remedy: c.remedy,
+                },
+            );
         }
         if let Some(missing) = CauseKind::ALL.iter().find(|k| !causes.contains_key(k)) {
             return Err(GrammarError::Pattern {
@@ -92,7 +101,17 @@ impl Knowledge {
             });
         }
         let table = |v: Vec<CodeSpec>| {
-            v.into_iter().map(|c| (c.code, CodeText { name: c.name, meaning: c.meaning })).collect()
+            v.into_iter()
+                .map(|c| {
+                    (
+                        c.code,
+                        CodeText {
+                            name: c.name,
+                            meaning: c.meaning,
+                        },
+                    )
+                })
+                .collect()
         };
         Ok(Knowledge {
             causes,
@@ -126,7 +145,11 @@ pub fn fill_template(template: &str, values: &BTreeMap<&str, String>) -> String 
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         match after.find('}') {
-            Some(close) if after[..close].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            Some(close)
+                if after[..close]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
                 let name = &after[..close];
                 out.push_str(values.get(name).map(String::as_str).unwrap_or("?"));
                 rest = &after[close + 1..];
@@ -159,6 +182,9 @@ mod tests {
     fn templates_fill_known_names_and_mark_missing_ones() {
         let mut v = BTreeMap::new();
         v.insert("host", "node5".to_string());
-        assert_eq!(fill_template("on {host} port {port} {not a name}", &v), "on node5 port ? {not a name}");
+        assert_eq!(
+            fill_template("on {host} port {port} {not a name}", &v),
+            "on node5 port ? {not a name}"
+        );
     }
 }

@@ -20,7 +20,10 @@ use std::path::PathBuf;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("nccl.toml", include_str!("../../grammars/nccl.toml")),
     ("torch.toml", include_str!("../../grammars/torch.toml")),
-    ("launcher.toml", include_str!("../../grammars/launcher.toml")),
+    (
+        "launcher.toml",
+        include_str!("../../grammars/launcher.toml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +41,11 @@ pub enum GrammarError {
         source: toml::de::Error,
     },
     #[error("grammar {file}: pattern {id}: {reason}")]
-    Pattern { file: String, id: String, reason: String },
+    Pattern {
+        file: String,
+        id: String,
+        reason: String,
+    },
     #[error("grammar {file}: pattern {id}: invalid regex")]
     Regex {
         file: String,
@@ -57,7 +64,10 @@ pub fn read_user_grammars(paths: &[PathBuf]) -> Result<Vec<(String, String)>, Gr
         .map(|p| {
             std::fs::read_to_string(p)
                 .map(|text| (p.display().to_string(), text))
-                .map_err(|source| GrammarError::Read { path: p.clone(), source })
+                .map_err(|source| GrammarError::Read {
+                    path: p.clone(),
+                    source,
+                })
         })
         .collect()
 }

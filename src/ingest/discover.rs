@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
-use super::path_hints::{hints_from_path, PathHints};
+use super::path_hints::{PathHints, hints_from_path};
 use super::{IngestError, Skipped};
 use crate::model::FileId;
 
@@ -30,20 +30,33 @@ pub struct Discovery {
 
 /// Lists every regular file under `root` (or `root` itself when it is a file).
 pub fn discover(root: &Path) -> Result<Discovery, IngestError> {
-    let meta = std::fs::metadata(root)
-        .map_err(|source| IngestError::Unreadable { path: root.to_path_buf(), source })?;
+    let meta = std::fs::metadata(root).map_err(|source| IngestError::Unreadable {
+        path: root.to_path_buf(),
+        source,
+    })?;
     let mut out = Discovery::default();
     if meta.is_file() {
-        let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         push_file(&mut out, root.to_path_buf(), name, meta.len());
         return Ok(out);
     }
     if !meta.is_dir() {
-        return Err(IngestError::NotAFileOrFolder { path: root.to_path_buf() });
+        return Err(IngestError::NotAFileOrFolder {
+            path: root.to_path_buf(),
+        });
     }
-    std::fs::read_dir(root)
-        .map_err(|source| IngestError::Unreadable { path: root.to_path_buf(), source })?;
-    for entry in WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+    std::fs::read_dir(root).map_err(|source| IngestError::Unreadable {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    for entry in WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
         match entry {
             Ok(entry) => visit(&mut out, root, entry),
             Err(err) => out.skipped.push(Skipped {
@@ -59,19 +72,31 @@ fn visit(out: &mut Discovery, root: &Path, entry: walkdir::DirEntry) {
     let display = relative(root, entry.path());
     let file_type = entry.file_type();
     if file_type.is_symlink() {
-        out.skipped.push(Skipped { file: display, reason: "symbolic link, not followed".into() });
+        out.skipped.push(Skipped {
+            file: display,
+            reason: "symbolic link, not followed".into(),
+        });
     } else if file_type.is_file() {
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
         push_file(out, entry.into_path(), display, size);
     } else if !file_type.is_dir() {
-        out.skipped.push(Skipped { file: display, reason: "not a regular file".into() });
+        out.skipped.push(Skipped {
+            file: display,
+            reason: "not a regular file".into(),
+        });
     }
 }
 
 fn push_file(out: &mut Discovery, path: PathBuf, display: String, size: u64) {
     let id = FileId(out.files.len() as u32);
     let hints = hints_from_path(&display);
-    out.files.push(InputFile { id, display, path, size, hints });
+    out.files.push(InputFile {
+        id,
+        display,
+        path,
+        size,
+        hints,
+    });
 }
 
 fn relative(root: &Path, path: &Path) -> String {

@@ -21,7 +21,10 @@ pub enum Tag<'a> {
     Task(u32),
     Host(&'a [u8]),
     /// Ray: worker pid and the node (an IP or host name).
-    Actor { pid: u32, node: &'a [u8] },
+    Actor {
+        pid: u32,
+        node: &'a [u8],
+    },
 }
 
 /// Prefix styles that need sniffing before they can be trusted.
@@ -37,7 +40,11 @@ pub struct LauncherStyle {
 pub fn parse_prefix<'a>(s: &'a [u8], style: &LauncherStyle) -> Option<(usize, Tag<'a>)> {
     match s.first()? {
         b'[' => mpi_tag(s).or_else(|| bracket_rank(s)).or_else(|| {
-            if style.mpich_rank { mpich_rank(s) } else { None }
+            if style.mpich_rank {
+                mpich_rank(s)
+            } else {
+                None
+            }
         }),
         b'(' => ray_actor(s),
         b' ' | b'0'..=b'9' if style.slurm_label => slurm_label(s),
@@ -52,7 +59,9 @@ pub fn digits(s: &[u8]) -> Option<(u64, usize)> {
     if n == 0 || n > 18 {
         return None;
     }
-    let v = s[..n].iter().fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+    let v = s[..n]
+        .iter()
+        .fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
     Some((v, n))
 }
 
@@ -78,7 +87,10 @@ fn mpi_tag(s: &[u8]) -> Option<(usize, Tag<'_>)> {
 
 /// `[rank3]:` (global rank) or `[<role>3]:` (torchrun role + local rank).
 fn bracket_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
-    let name_len = s[1..].iter().take_while(|b| b.is_ascii_alphabetic() || **b == b'_').count();
+    let name_len = s[1..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphabetic() || **b == b'_')
+        .count();
     if name_len == 0 {
         return None;
     }
@@ -87,14 +99,20 @@ fn bracket_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
     if !s[end..].starts_with(b"]:") {
         return None;
     }
-    let tag = if &s[1..1 + name_len] == b"rank" { Tag::Rank(n as u32) } else { Tag::LocalRank(n as u32) };
+    let tag = if &s[1..1 + name_len] == b"rank" {
+        Tag::Rank(n as u32)
+    } else {
+        Tag::LocalRank(n as u32)
+    };
     Some((end + 2, tag))
 }
 
 /// `[3] ` (MPICH `-prepend-rank`).
 fn mpich_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
     let (n, dn) = digits(&s[1..])?;
-    s[1 + dn..].starts_with(b"] ").then_some((dn + 3, Tag::Rank(n as u32)))
+    s[1 + dn..]
+        .starts_with(b"] ")
+        .then_some((dn + 3, Tag::Rank(n as u32)))
 }
 
 /// `(WorkerDict pid=1230, ip=10.0.0.1) ` or `(raylet, ip=…)`.
@@ -103,9 +121,17 @@ fn ray_actor(s: &[u8]) -> Option<(usize, Tag<'_>)> {
     let inner = &s[1..close];
     let pid_at = memchr::memmem::find(inner, b"pid=")?;
     let (pid, _) = digits(&inner[pid_at + 4..])?;
-    let node = memchr::memmem::find(inner, b"ip=").map(|p| &inner[p + 3..]).unwrap_or(b"");
+    let node = memchr::memmem::find(inner, b"ip=")
+        .map(|p| &inner[p + 3..])
+        .unwrap_or(b"");
     let end = close + 1 + usize::from(s.get(close + 1) == Some(&b' '));
-    Some((end, Tag::Actor { pid: pid as u32, node }))
+    Some((
+        end,
+        Tag::Actor {
+            pid: pid as u32,
+            node,
+        },
+    ))
 }
 
 /// ` 3: ` — spaces, a task id, `: `.
@@ -143,7 +169,9 @@ pub fn pdsh_candidate(line: &[u8]) -> Option<&[u8]> {
     let ok = !name.is_empty()
         && line.get(colon + 1) == Some(&b' ')
         && name[0].is_ascii_alphanumeric()
-        && name.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
         && !name.ends_with(b"Error")
         && !name.ends_with(b"Exception");
     ok.then_some(name)
@@ -167,12 +195,18 @@ mod tests {
     fn torchrun_tee_prefix_is_a_local_rank_and_rank_prefix_is_global() {
         let line = b"[default3]:[rank11]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:607] x";
         assert_eq!(parse_prefix(line, &plain()), Some((11, Tag::LocalRank(3))));
-        assert_eq!(parse_prefix(&line[11..], &plain()), Some((9, Tag::Rank(11))));
+        assert_eq!(
+            parse_prefix(&line[11..], &plain()),
+            Some((9, Tag::Rank(11)))
+        );
     }
 
     #[test]
     fn slurm_labels_only_when_sniffed() {
-        let style = LauncherStyle { slurm_label: true, ..plain() };
+        let style = LauncherStyle {
+            slurm_label: true,
+            ..plain()
+        };
         assert_eq!(parse_prefix(b" 3: hello", &style), Some((4, Tag::Task(3))));
         assert_eq!(parse_prefix(b"15: hello", &style), Some((4, Tag::Task(15))));
         assert_eq!(parse_prefix(b" 3: hello", &plain()), None);
@@ -183,13 +217,25 @@ mod tests {
         let line = b"(WorkerDict pid=1230, ip=train-worker-0) [rank15]:x";
         let (len, tag) = parse_prefix(line, &plain()).unwrap();
         assert_eq!(&line[len..len + 8], b"[rank15]");
-        assert_eq!(tag, Tag::Actor { pid: 1230, node: b"train-worker-0" });
+        assert_eq!(
+            tag,
+            Tag::Actor {
+                pid: 1230,
+                node: b"train-worker-0"
+            }
+        );
     }
 
     #[test]
     fn pdsh_hosts_must_have_been_sniffed() {
-        let style = LauncherStyle { pdsh_hosts: vec![b"worker-1".to_vec()], ..plain() };
-        assert_eq!(parse_prefix(b"worker-1: x", &style), Some((10, Tag::Host(b"worker-1"))));
+        let style = LauncherStyle {
+            pdsh_hosts: vec![b"worker-1".to_vec()],
+            ..plain()
+        };
+        assert_eq!(
+            parse_prefix(b"worker-1: x", &style),
+            Some((10, Tag::Host(b"worker-1")))
+        );
         assert_eq!(parse_prefix(b"RuntimeError: x", &style), None);
         assert_eq!(pdsh_candidate(b"RuntimeError: x"), None);
     }

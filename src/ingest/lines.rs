@@ -79,7 +79,9 @@ impl<R: Read> ChunkReader<R> {
                         let end = self.end_of_lines_within_cap();
                         return Ok(Some(self.emit(end, false)));
                     }
-                    None if self.buf.len() > self.max_line => return Ok(Some(self.emit_truncated())),
+                    None if self.buf.len() > self.max_line => {
+                        return Ok(Some(self.emit_truncated()));
+                    }
                     None if self.eof => {
                         let end = self.buf.len();
                         return Ok(Some(self.emit(end, false)));
@@ -116,12 +118,19 @@ impl<R: Read> ChunkReader<R> {
         let first_line = self.next_line;
         let data = &self.buf[..end];
         let newlines = memchr::memchr_iter(b'\n', data).count() as u64;
-        let lines = if truncated || !data.ends_with(b"\n") { newlines + 1 } else { newlines };
+        let lines = if truncated || !data.ends_with(b"\n") {
+            newlines + 1
+        } else {
+            newlines
+        };
         self.stats.lines += lines;
         self.stats.truncated_lines += u64::from(truncated);
         self.next_line += if truncated { 0 } else { lines };
         self.consumed = end;
-        Chunk { data: &self.buf[..end], first_line }
+        Chunk {
+            data: &self.buf[..end],
+            first_line,
+        }
     }
 
     /// Drops bytes up to and including the newline ending an over-long line.
@@ -188,7 +197,14 @@ mod tests {
     #[test]
     fn numbers_lines_and_keeps_a_last_line_without_newline() {
         let (lines, stats) = collect(b"a\nbb\r\nccc", 100);
-        assert_eq!(lines, vec![(1, b"a".to_vec()), (2, b"bb".to_vec()), (3, b"ccc".to_vec())]);
+        assert_eq!(
+            lines,
+            vec![
+                (1, b"a".to_vec()),
+                (2, b"bb".to_vec()),
+                (3, b"ccc".to_vec())
+            ]
+        );
         assert_eq!(stats.lines, 3);
     }
 

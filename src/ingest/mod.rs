@@ -8,7 +8,7 @@ pub mod open;
 pub mod path_hints;
 pub mod sniff;
 
-pub use discover::{discover, Discovery, InputFile};
+pub use discover::{Discovery, InputFile, discover};
 pub use lines::{ChunkReader, LineStats};
 pub use path_hints::PathHints;
 pub use sniff::{FileKind, FileProfile};

@@ -12,8 +12,10 @@ use std::sync::LazyLock;
 pub use crate::model::PathHints;
 
 static NCCL_DEBUG_FILE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^nccl[._-](?P<host>[A-Za-z0-9][A-Za-z0-9-]*)[._-](?P<pid>\d+)(?:\.(?:log|txt|out))?$")
-        .unwrap()
+    Regex::new(
+        r"^nccl[._-](?P<host>[A-Za-z0-9][A-Za-z0-9-]*)[._-](?P<pid>\d+)(?:\.(?:log|txt|out))?$",
+    )
+    .unwrap()
 });
 static RANK_IN_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(?:^|[^a-z])rank[_-]?(?P<rank>\d+)(?:[^0-9]|$)").unwrap());
@@ -26,25 +28,30 @@ static NOT_A_HOST: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Reads hints from a `/`-separated path relative to the job root.
 pub fn hints_from_path(path: &str) -> PathHints {
-        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-        let mut hints = PathHints::default();
-        let Some((file, dirs)) = parts.split_last() else {
-            return hints;
-        };
-        read_torchrun_log_dir(&mut hints, dirs);
-        if let Some(c) = NCCL_DEBUG_FILE.captures(file) {
-            hints.host = Some(c["host"].to_string());
-            hints.pid = c["pid"].parse().ok();
-        }
-        if hints.rank.is_none() {
-            hints.rank = parts.iter().rev().find_map(|p| {
-                RANK_IN_NAME.captures(p).and_then(|c| c["rank"].parse().ok())
-            });
-        }
-        if hints.host.is_none() {
-            hints.host = dirs.iter().find(|d| looks_like_host(d)).map(|d| d.to_string());
-        }
-        hints
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut hints = PathHints::default();
+    let Some((file, dirs)) = parts.split_last() else {
+        return hints;
+    };
+    read_torchrun_log_dir(&mut hints, dirs);
+    if let Some(c) = NCCL_DEBUG_FILE.captures(file) {
+        hints.host = Some(c["host"].to_string());
+        hints.pid = c["pid"].parse().ok();
+    }
+    if hints.rank.is_none() {
+        hints.rank = parts.iter().rev().find_map(|p| {
+            RANK_IN_NAME
+                .captures(p)
+                .and_then(|c| c["rank"].parse().ok())
+        });
+    }
+    if hints.host.is_none() {
+        hints.host = dirs
+            .iter()
+            .find(|d| looks_like_host(d))
+            .map(|d| d.to_string());
+    }
+    hints
 }
 
 /// `…/attempt_0/3/stdout.log`: the folder `3` is local rank 3's own.
@@ -71,7 +78,10 @@ mod tests {
         let h = hints_from_path("node002/logs/abc_x1/attempt_0/1/stderr.log");
         assert_eq!(h.local_rank, Some(1));
         assert_eq!(h.host.as_deref(), Some("node002"));
-        assert_eq!(h.process_dir.as_deref(), Some("node002/logs/abc_x1/attempt_0/1"));
+        assert_eq!(
+            h.process_dir.as_deref(),
+            Some("node002/logs/abc_x1/attempt_0/1")
+        );
     }
 
     #[test]

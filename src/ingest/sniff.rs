@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::launcher::{digits, pdsh_candidate, LauncherStyle};
+use super::launcher::{LauncherStyle, digits, pdsh_candidate};
 
 /// How many bytes of a file's (decompressed) head the sniffer reads.
 pub const SNIFF_BYTES: usize = 64 * 1024;
@@ -14,7 +14,9 @@ pub enum FileKind {
     Log,
     Empty,
     /// Not text; `why` says what it looks like.
-    Binary { why: &'static str },
+    Binary {
+        why: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,14 +27,21 @@ pub struct FileProfile {
 
 impl FileProfile {
     pub fn plain_log() -> FileProfile {
-        FileProfile { kind: FileKind::Log, launcher: LauncherStyle::default() }
+        FileProfile {
+            kind: FileKind::Log,
+            launcher: LauncherStyle::default(),
+        }
     }
 }
 
 /// Sniffs a file from its head.
 pub fn sniff(head: &[u8]) -> FileProfile {
     let kind = sniff_kind(head);
-    let launcher = if kind == FileKind::Log { sniff_launcher(head) } else { LauncherStyle::default() };
+    let launcher = if kind == FileKind::Log {
+        sniff_launcher(head)
+    } else {
+        LauncherStyle::default()
+    };
     FileProfile { kind, launcher }
 }
 
@@ -41,10 +50,14 @@ fn sniff_kind(head: &[u8]) -> FileKind {
         return FileKind::Empty;
     }
     if head.first() == Some(&0x80) && matches!(head.get(1), Some(2..=5)) {
-        return FileKind::Binary { why: "Python pickle (e.g. a Flight Recorder dump), not yet read" };
+        return FileKind::Binary {
+            why: "Python pickle (e.g. a Flight Recorder dump), not yet read",
+        };
     }
     if head.starts_with(b"PK\x03\x04") {
-        return FileKind::Binary { why: "zip archive, not yet read" };
+        return FileKind::Binary {
+            why: "zip archive, not yet read",
+        };
     }
     let sample = &head[..head.len().min(8192)];
     let nul = sample.iter().filter(|&&b| b == 0).count();
@@ -55,7 +68,9 @@ fn sniff_kind(head: &[u8]) -> FileKind {
     // Crashed writers leave runs of NULs at the end of a text file; a file is
     // binary only when NULs or control bytes are common from its very start.
     if (nul + control) * 10 > sample.len() {
-        return FileKind::Binary { why: "binary content (many NUL or control bytes)" };
+        return FileKind::Binary {
+            why: "binary content (many NUL or control bytes)",
+        };
     }
     FileKind::Log
 }
@@ -81,11 +96,18 @@ fn sniff_launcher(head: &[u8]) -> LauncherStyle {
     let most = |n: usize| total >= 2 && n * 2 > total;
     let pdsh_lines: usize = pdsh.values().filter(|&&n| n >= 2).sum();
     let pdsh_hosts = if most(pdsh_lines) && pdsh.len() <= 4096 {
-        pdsh.into_iter().filter(|(_, n)| *n >= 2).map(|(h, _)| h.to_vec()).collect()
+        pdsh.into_iter()
+            .filter(|(_, n)| *n >= 2)
+            .map(|(h, _)| h.to_vec())
+            .collect()
     } else {
         Vec::new()
     };
-    LauncherStyle { slurm_label: most(slurm), mpich_rank: most(mpich), pdsh_hosts }
+    LauncherStyle {
+        slurm_label: most(slurm),
+        mpich_rank: most(mpich),
+        pdsh_hosts,
+    }
 }
 
 fn is_slurm_label(line: &[u8]) -> bool {
@@ -116,14 +138,20 @@ mod tests {
     fn pdsh_hosts_are_collected_but_exception_names_are_not() {
         let head = b"worker-0: a\nworker-1: b\nworker-0: c\nworker-1: d\nRuntimeError: x\n";
         let style = sniff(head).launcher;
-        assert_eq!(style.pdsh_hosts, vec![b"worker-0".to_vec(), b"worker-1".to_vec()]);
+        assert_eq!(
+            style.pdsh_hosts,
+            vec![b"worker-0".to_vec(), b"worker-1".to_vec()]
+        );
     }
 
     #[test]
     fn binary_and_empty_files() {
         assert_eq!(sniff(b"\n \n").kind, FileKind::Empty);
         assert!(matches!(sniff(&[0u8; 100]).kind, FileKind::Binary { .. }));
-        assert!(matches!(sniff(b"\x80\x02}q\x00").kind, FileKind::Binary { .. }));
+        assert!(matches!(
+            sniff(b"\x80\x02}q\x00").kind,
+            FileKind::Binary { .. }
+        ));
         let mut text = b"line\n".repeat(100);
         text.extend([0u8; 20]);
         assert_eq!(sniff(&text).kind, FileKind::Log);

@@ -85,7 +85,11 @@ impl RankInfo {
             .iter()
             .filter_map(|&i| self.nics_listed.get(i as usize).cloned())
             .collect();
-        if used.is_empty() { self.nics_listed.clone() } else { used }
+        if used.is_empty() {
+            self.nics_listed.clone()
+        } else {
+            used
+        }
     }
 }
 
@@ -129,6 +133,8 @@ pub struct Death {
     pub reason: String,
     /// The death was caused by NCCL / the watchdog (a victim, not a culprit).
     pub consequence: bool,
+    /// The launcher stopped this process after another one failed.
+    pub stopped_by_launcher: bool,
     pub time: RawTime,
     pub evidence: Vec<EventIdx>,
 }
@@ -174,7 +180,9 @@ impl Job {
     }
 
     pub fn file_path(&self, id: FileId) -> &str {
-        self.files.get(id.0 as usize).map_or("?", |f| f.path.as_str())
+        self.files
+            .get(id.0 as usize)
+            .map_or("?", |f| f.path.as_str())
     }
 
     /// The host a peer address (IP or name printed by NCCL) belongs to.
@@ -185,7 +193,9 @@ impl Job {
         }
         // Reverse-DNS names: NCCL's host names are the first label.
         let short = addr.split('.').next()?;
-        self.hosts.contains_key(short).then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
+        self.hosts
+            .contains_key(short)
+            .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
     }
 
     /// Ranks in the world, from the largest communicator or every rank seen.

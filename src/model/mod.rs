@@ -7,10 +7,10 @@ pub mod event;
 pub mod job;
 pub mod time;
 
+pub use cause::CauseKind;
 pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PgRankState,
     RankInfo, Skipped,
 };
-pub use cause::CauseKind;
 pub use time::RawTime;

@@ -16,7 +16,11 @@ pub enum RawTime {
     /// Wall-clock time with an explicit UTC offset.
     Zoned(DateTime<FixedOffset>),
     /// Local wall-clock time without a year (c10 `E1129 12:34:56.789`).
-    NoYear { month: u32, day: u32, time: NaiveTime },
+    NoYear {
+        month: u32,
+        day: u32,
+        time: NaiveTime,
+    },
     /// Microseconds since boot (raw `dmesg`).
     Uptime { micros: i64 },
 }
@@ -70,8 +74,15 @@ mod tests {
 
     #[test]
     fn year_less_stamp_takes_the_supplied_year() {
-        let t = RawTime::NoYear { month: 1, day: 26, time: time_of_day(1, 17, 58, 0).unwrap() };
+        let t = RawTime::NoYear {
+            month: 1,
+            day: 26,
+            time: time_of_day(1, 17, 58, 0).unwrap(),
+        };
         assert_eq!(t.to_local(None), None);
-        assert_eq!(format_local(&t.to_local(Some(2025)).unwrap()), "2025-01-26 01:17:58");
+        assert_eq!(
+            format_local(&t.to_local(Some(2025)).unwrap()),
+            "2025-01-26 01:17:58"
+        );
     }
 }

@@ -27,7 +27,13 @@ pub struct Frame<'a> {
 const MAX_PREFIXES: usize = 8;
 
 pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
-    let mut f = Frame { who: Who::default(), time: RawTime::None, level: None, body: line, nccl: false };
+    let mut f = Frame {
+        who: Who::default(),
+        time: RawTime::None,
+        level: None,
+        body: line,
+        nccl: false,
+    };
     let mut pos = 0;
     for _ in 0..MAX_PREFIXES {
         let s = &line[pos..];
@@ -136,14 +142,24 @@ mod tests {
         assert_eq!(f.who.host.as_deref(), Some("c-57"));
         assert_eq!(f.level, Some(Level::Warn));
         assert!(f.time.is_some());
-        assert_eq!(f.body, b"NET/IB : Got async event : local catastrophic error");
+        assert_eq!(
+            f.body,
+            b"NET/IB : Got async event : local catastrophic error"
+        );
     }
 
     #[test]
     fn torchrun_tee_stacked_on_c10_torch_2_4() {
         let f = plain(b"[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process group watchdog");
         assert_eq!((f.who.rank, f.who.local_rank), (Some(12), Some(0)));
-        assert!(matches!(f.time, RawTime::NoYear { month: 8, day: 17, .. }));
+        assert!(matches!(
+            f.time,
+            RawTime::NoYear {
+                month: 8,
+                day: 17,
+                ..
+            }
+        ));
         assert!(f.body.starts_with(b"[PG 0 (default_pg) Rank 12]"));
     }
 
@@ -160,7 +176,8 @@ mod tests {
         let f = plain(b"[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=w-0) [rank15]:[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] x");
         assert_eq!((f.who.rank, f.who.pid), (Some(15), Some(1230)));
         assert_eq!(f.body, b"[Rank 1] x");
-        let f = plain(b"18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y");
+        let f =
+            plain(b"18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y");
         assert_eq!((f.who.rank, f.body), (Some(4), &b"y"[..]));
     }
 

@@ -8,4 +8,4 @@ pub mod selftest;
 pub mod stamps;
 pub mod torch;
 
-pub use scan::{parse_file, parse_stream, FileParse};
+pub use scan::{FileParse, parse_file, parse_stream};

@@ -53,7 +53,13 @@ pub fn parse_prefix(s: &[u8]) -> Option<NcclPrefix<'_>> {
     let (tid, n) = digits(&s[i + 1..])?;
     i += 1 + n;
     let (level, len) = level_after(&s[i..])?;
-    Some(NcclPrefix { host: &s[..host_len], pid: pid as u32, tid: tid as u32, level, len: i + len })
+    Some(NcclPrefix {
+        host: &s[..host_len],
+        pid: pid as u32,
+        tid: tid as u32,
+        level,
+        len: i + len,
+    })
 }
 
 /// Finds ` NCCL LEVEL ` within the short stretch after `PID:TID` (device,
@@ -83,7 +89,10 @@ mod tests {
     fn info_line_2_21() {
         let line = b"node17:48211:48593 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB";
         let p = parse_prefix(line).unwrap();
-        assert_eq!((p.host, p.pid, p.tid, p.level), (&b"node17"[..], 48211, 48593, Level::Info));
+        assert_eq!(
+            (p.host, p.pid, p.tid, p.level),
+            (&b"node17"[..], 48211, 48593, Level::Info)
+        );
         assert_eq!(&line[p.len..], b"NET/IB : Using [0]mlx5_0:1/IB");
     }
 

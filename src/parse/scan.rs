@@ -8,10 +8,10 @@
 use std::io::{self, Read};
 
 use crate::grammar::{Grammar, PatternIdx};
+use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
-use crate::ingest::sniff::{sniff, FileKind, FileProfile, SNIFF_BYTES};
-use crate::ingest::InputFile;
+use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, sniff};
 use crate::model::{Event, Origin, Who};
 
 use super::frame::frame;
@@ -38,7 +38,12 @@ pub struct FileParse {
 pub fn parse_file(file: &InputFile, grammar: &Grammar) -> FileParse {
     let stream = match open_decompressed(&file.path) {
         Ok((stream, _)) => stream,
-        Err(e) => return FileParse { skipped: Some(format!("cannot open: {e}")), ..Default::default() },
+        Err(e) => {
+            return FileParse {
+                skipped: Some(format!("cannot open: {e}")),
+                ..Default::default()
+            };
+        }
     };
     parse_stream(stream, file, grammar)
 }
@@ -46,14 +51,30 @@ pub fn parse_file(file: &InputFile, grammar: &Grammar) -> FileParse {
 /// Parses an already opened stream (a decompressed file or archive member).
 pub fn parse_stream(mut stream: impl Read, file: &InputFile, grammar: &Grammar) -> FileParse {
     let mut head = Vec::with_capacity(SNIFF_BYTES);
-    if let Err(e) = (&mut stream).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
-        return FileParse { skipped: Some(format!("cannot read: {e}")), ..Default::default() };
+    if let Err(e) = (&mut stream)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+    {
+        return FileParse {
+            skipped: Some(format!("cannot read: {e}")),
+            ..Default::default()
+        };
     }
     let profile = sniff(&head);
     match profile.kind {
         FileKind::Log => {}
-        FileKind::Empty => return FileParse { skipped: Some("empty file".into()), ..Default::default() },
-        FileKind::Binary { why } => return FileParse { skipped: Some(why.into()), ..Default::default() },
+        FileKind::Empty => {
+            return FileParse {
+                skipped: Some("empty file".into()),
+                ..Default::default()
+            };
+        }
+        FileKind::Binary { why } => {
+            return FileParse {
+                skipped: Some(why.into()),
+                ..Default::default()
+            };
+        }
     }
     let mut scanner = Scanner::new(file, grammar, &profile);
     let mut reader = ChunkReader::new(io::Cursor::new(head).chain(stream));
@@ -94,7 +115,14 @@ impl<'a> Scanner<'a> {
             local_rank: hints.local_rank,
             task: None,
         };
-        Scanner { file, grammar, profile, base_who, candidates: Vec::new(), out: FileParse::default() }
+        Scanner {
+            file,
+            grammar,
+            profile,
+            base_who,
+            candidates: Vec::new(),
+            out: FileParse::default(),
+        }
     }
 
     /// Groups the chunk's literal hits by line and matches each hit line once.
@@ -141,7 +169,10 @@ impl<'a> Scanner<'a> {
         self.out.events.push(Event {
             kind: m.pattern.kind,
             pattern: m.pattern.id.clone(),
-            origin: Origin { file: self.file.id, line: line_no },
+            origin: Origin {
+                file: self.file.id,
+                line: line_no,
+            },
             who,
             level: framed.level.or(m.pattern.level).unwrap_or_default(),
             time: framed.time,

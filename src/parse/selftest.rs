@@ -20,7 +20,10 @@ pub fn check_samples(grammar: &Grammar) -> Vec<String> {
             let framed = frame(bytes, &style);
             let body_start = bytes.len() - framed.body.len();
             match grammar.match_line(&candidates, bytes, body_start) {
-                None => failures.push(format!("{}: {}: no pattern matched sample {line:?}", pattern.file, pattern.id)),
+                None => failures.push(format!(
+                    "{}: {}: no pattern matched sample {line:?}",
+                    pattern.file, pattern.id
+                )),
                 Some(m) if m.pattern.id != pattern.id => failures.push(format!(
                     "{}: {}: sample {line:?} was taken by earlier pattern {}",
                     pattern.file, pattern.id, m.pattern.id
@@ -53,7 +56,12 @@ mod tests {
     #[test]
     fn every_builtin_pattern_has_a_sample() {
         let grammar = Grammar::builtin().unwrap();
-        let bare: Vec<_> = grammar.patterns().iter().filter(|p| p.samples.is_empty()).map(|p| &*p.id).collect();
+        let bare: Vec<_> = grammar
+            .patterns()
+            .iter()
+            .filter(|p| p.samples.is_empty())
+            .map(|p| &*p.id)
+            .collect();
         assert!(bare.is_empty(), "patterns without samples: {bare:?}");
     }
 

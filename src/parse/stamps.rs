@@ -6,13 +6,15 @@
 use chrono::{FixedOffset, NaiveDate, NaiveDateTime, NaiveTime};
 
 use crate::ingest::launcher::digits;
-use crate::model::time::time_of_day;
 use crate::model::RawTime;
+use crate::model::time::time_of_day;
 
 /// Exactly `n` ASCII digits at the start of `s`.
 pub fn fixed_digits(s: &[u8], n: usize) -> Option<u32> {
     let d = s.get(..n)?;
-    d.iter().all(u8::is_ascii_digit).then(|| d.iter().fold(0, |a, b| a * 10 + u32::from(b - b'0')))
+    d.iter()
+        .all(u8::is_ascii_digit)
+        .then(|| d.iter().fold(0, |a, b| a * 10 + u32::from(b - b'0')))
 }
 
 /// `YYYY-MM-DD`.
@@ -20,7 +22,11 @@ pub fn date(s: &[u8]) -> Option<NaiveDate> {
     if s.get(4) != Some(&b'-') || s.get(7) != Some(&b'-') {
         return None;
     }
-    NaiveDate::from_ymd_opt(fixed_digits(s, 4)? as i32, fixed_digits(&s[5..], 2)?, fixed_digits(&s[8..], 2)?)
+    NaiveDate::from_ymd_opt(
+        fixed_digits(s, 4)? as i32,
+        fixed_digits(&s[5..], 2)?,
+        fixed_digits(&s[8..], 2)?,
+    )
 }
 
 /// `HH:MM:SS` with an optional `.frac` or `,frac`: (time, bytes used).
@@ -28,7 +34,11 @@ pub fn time(s: &[u8]) -> Option<(NaiveTime, usize)> {
     if s.get(2) != Some(&b':') || s.get(5) != Some(&b':') {
         return None;
     }
-    let (h, m, sec) = (fixed_digits(s, 2)?, fixed_digits(&s[3..], 2)?, fixed_digits(&s[6..], 2)?);
+    let (h, m, sec) = (
+        fixed_digits(s, 2)?,
+        fixed_digits(&s[3..], 2)?,
+        fixed_digits(&s[6..], 2)?,
+    );
     let mut len = 8;
     let mut nanos = 0;
     if matches!(s.get(8), Some(b'.' | b',')) {
@@ -126,7 +136,10 @@ mod tests {
     fn local_stamps_keep_nanoseconds() {
         let (t, n) = date_time(b"2025-05-02 14:03:11.123456789] ").unwrap();
         assert_eq!(n, 29);
-        assert_eq!(crate::model::time::format_local(&t.to_local(None).unwrap()), "2025-05-02 14:03:11.123456");
+        assert_eq!(
+            crate::model::time::format_local(&t.to_local(None).unwrap()),
+            "2025-05-02 14:03:11.123456"
+        );
     }
 
     #[test]

@@ -42,7 +42,11 @@ pub fn c10_prefix(s: &[u8]) -> Option<TorchPrefix> {
         return None;
     }
     let end = source_location_end(&s[i + 1..])?;
-    Some(TorchPrefix { level, time: stamp, len: i + 1 + end })
+    Some(TorchPrefix {
+        level,
+        time: stamp,
+        len: i + 1 + end,
+    })
 }
 
 /// `E1129 12:34:56.789012 139701 ProcessGroupNCCL.cpp:607] ` (glog, torch._logging).
@@ -62,7 +66,11 @@ pub fn glog_prefix(s: &[u8]) -> Option<TorchPrefix> {
         return None;
     }
     let end = source_location_end(&s[i + 1..])?;
-    Some(TorchPrefix { level, time: stamp, len: i + 1 + end })
+    Some(TorchPrefix {
+        level,
+        time: stamp,
+        len: i + 1 + end,
+    })
 }
 
 /// `LEVEL:logger.name:` (Python `logging.basicConfig` default format).
@@ -92,7 +100,10 @@ pub fn logger_tail_prefix(s: &[u8]) -> Option<TorchPrefix> {
         if !(loc.first() == Some(&b'[') && loc.contains(&b':')) {
             return None;
         }
-        (level, n + close + 1 + usize::from(s.get(n + close + 1) == Some(&b' ')))
+        (
+            level,
+            n + close + 1 + usize::from(s.get(n + close + 1) == Some(&b' ')),
+        )
     } else {
         let name_len = s
             .iter()
@@ -105,14 +116,21 @@ pub fn logger_tail_prefix(s: &[u8]) -> Option<TorchPrefix> {
         let (level, n) = bracketed_level(&s[name_len + 2..])?;
         (level, name_len + 2 + n)
     };
-    Some(TorchPrefix { level, time: RawTime::None, len })
+    Some(TorchPrefix {
+        level,
+        time: RawTime::None,
+        len,
+    })
 }
 
 /// `[WARNING] ` → (level, bytes).
 fn bracketed_level(s: &[u8]) -> Option<(Level, usize)> {
     let close = memchr::memchr(b']', &s[..s.len().min(12)])?;
     let level = python_level(&s[1..close])?;
-    Some((level, close + 1 + usize::from(s.get(close + 1) == Some(&b' '))))
+    Some((
+        level,
+        close + 1 + usize::from(s.get(close + 1) == Some(&b' ')),
+    ))
 }
 
 fn python_level(word: &[u8]) -> Option<Level> {
@@ -144,7 +162,14 @@ fn month_day_time(s: &[u8]) -> Option<(RawTime, usize)> {
         return None;
     }
     let (t, tlen) = time(&s[n + 1..])?;
-    Some((RawTime::NoYear { month, day, time: t }, n + 1 + tlen))
+    Some((
+        RawTime::NoYear {
+            month,
+            day,
+            time: t,
+        },
+        n + 1 + tlen,
+    ))
 }
 
 /// `file.cpp:607] ` → bytes through the space after `]`.
@@ -174,7 +199,14 @@ mod tests {
     fn c10_with_year_less_time_torch_2_5() {
         let line = b"[E126 01:17:58.183471014 ProcessGroupNCCL.cpp:616] [Rank 5] x";
         let p = c10_prefix(line).unwrap();
-        assert!(matches!(p.time, RawTime::NoYear { month: 1, day: 26, .. }));
+        assert!(matches!(
+            p.time,
+            RawTime::NoYear {
+                month: 1,
+                day: 26,
+                ..
+            }
+        ));
         assert_eq!(&line[p.len..], b"[Rank 5] x");
     }
 

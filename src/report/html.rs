@@ -89,7 +89,12 @@ pub fn render(input: &ReportInput<'_>, data_json: &str) -> String {
             "No failure found in {} file(s): no timeouts, errors or process deaths.",
             input.job.files.len()
         ),
-        stuck: v.stuck_ranks.iter().map(|r| rank_label(input, *r)).collect::<Vec<_>>().join(", "),
+        stuck: v
+            .stuck_ranks
+            .iter()
+            .map(|r| rank_label(input, *r))
+            .collect::<Vec<_>>()
+            .join(", "),
         collective: v.collective.as_ref().map(|c| {
             format!(
                 "{} · seq {} · process group {}",
@@ -119,7 +124,14 @@ fn headline(input: &ReportInput<'_>) -> String {
     let who = match v.stuck_ranks.as_slice() {
         [] => "No single culprit rank".to_string(),
         [r] => format!("Rank {}", rank_label(input, *r)),
-        rs => format!("Ranks {}", rs.iter().take(6).map(u32::to_string).collect::<Vec<_>>().join(", ")),
+        rs => format!(
+            "Ranks {}",
+            rs.iter()
+                .take(6)
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     let what = match &v.collective {
         Some(c) => format!(
@@ -130,13 +142,20 @@ fn headline(input: &ReportInput<'_>) -> String {
         ),
         None => String::new(),
     };
-    let why = v.cause.as_ref().map(|c| format!(" · {}", c.kind)).unwrap_or_default();
+    let why = v
+        .cause
+        .as_ref()
+        .map(|c| format!(" · {}", c.kind))
+        .unwrap_or_default();
     format!("{who}{what}{why}")
 }
 
 fn rank_label(input: &ReportInput<'_>, rank: u32) -> String {
     let info = input.job.ranks.get(&rank);
-    match (info.and_then(|i| i.host.as_deref()), info.and_then(|i| i.gpu_bus_id.as_deref())) {
+    match (
+        info.and_then(|i| i.host.as_deref()),
+        info.and_then(|i| i.gpu_bus_id.as_deref()),
+    ) {
         (Some(h), Some(g)) => format!("{rank} ({h}, GPU {g})"),
         (Some(h), None) => format!("{rank} ({h})"),
         _ => rank.to_string(),
@@ -158,7 +177,11 @@ fn cause_view(c: &Cause) -> CauseView {
     if let Some(p) = &c.peer_host {
         place.push(("peer".to_string(), p.clone()));
     }
-    let place_text = place.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+    let place_text = place
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     CauseView {
         kind: c.kind.name().to_string(),
         title: c.title.clone(),
@@ -178,7 +201,14 @@ fn evidence_view(e: &Evidence) -> EvidenceView {
         (None, Some(h)) => Some(h.clone()),
         (None, None) => None,
     };
-    EvidenceView { file: e.file.clone(), line: e.line, time: e.time.clone(), who, why: e.why.clone(), text: e.text.clone() }
+    EvidenceView {
+        file: e.file.clone(),
+        line: e.line,
+        time: e.time.clone(),
+        who,
+        why: e.why.clone(),
+        text: e.text.clone(),
+    }
 }
 
 fn rank_counts(rows: &[RankRow]) -> String {
@@ -186,7 +216,10 @@ fn rank_counts(rows: &[RankRow]) -> String {
     for r in rows {
         *counts.entry(r.state.name()).or_default() += 1;
     }
-    let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {}", s.replace('_', " "))).collect();
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.replace('_', " ")))
+        .collect();
     format!("{} ranks: {}", rows.len(), parts.join(", "))
 }
 
@@ -194,13 +227,18 @@ fn host_grid(rows: &[RankRow]) -> Vec<HostCells> {
     let mut by_host: BTreeMap<String, Vec<CellView>> = BTreeMap::new();
     for r in rows {
         let host = r.host.clone().unwrap_or_else(|| "unknown host".into());
-        let last = r.last_enqueued.map_or(String::new(), |s| format!(", last enqueued {s}"));
+        let last = r
+            .last_enqueued
+            .map_or(String::new(), |s| format!(", last enqueued {s}"));
         by_host.entry(host.clone()).or_default().push(CellView {
             state: r.state.name(),
             title: format!("rank {} · {} · {}{last}", r.rank, host, r.state.name()),
         });
     }
-    by_host.into_iter().map(|(host, cells)| HostCells { host, cells }).collect()
+    by_host
+        .into_iter()
+        .map(|(host, cells)| HostCells { host, cells })
+        .collect()
 }
 
 fn row_view(r: &RankRow) -> RowView {
@@ -220,12 +258,34 @@ fn row_view(r: &RankRow) -> RowView {
 fn facts(input: &ReportInput<'_>) -> Vec<(String, String)> {
     let job = input.job;
     let mut f = vec![
-        ("files".to_string(), format!("{} ({} lines, {} bytes)", job.files.len(), job.files.iter().map(|f| f.lines).sum::<u64>(), job.files.iter().map(|f| f.bytes).sum::<u64>())),
-        ("ranks".to_string(), job.world_size.map_or_else(|| format!("{} seen", job.ranks.len()), |n| n.to_string())),
-        ("hosts".to_string(), job.hosts.keys().cloned().collect::<Vec<_>>().join(" ")),
+        (
+            "files".to_string(),
+            format!(
+                "{} ({} lines, {} bytes)",
+                job.files.len(),
+                job.files.iter().map(|f| f.lines).sum::<u64>(),
+                job.files.iter().map(|f| f.bytes).sum::<u64>()
+            ),
+        ),
+        (
+            "ranks".to_string(),
+            job.world_size
+                .map_or_else(|| format!("{} seen", job.ranks.len()), |n| n.to_string()),
+        ),
+        (
+            "hosts".to_string(),
+            job.hosts.keys().cloned().collect::<Vec<_>>().join(" "),
+        ),
     ];
     if !job.nccl_versions.is_empty() {
-        f.push(("NCCL".to_string(), job.nccl_versions.iter().cloned().collect::<Vec<_>>().join(", ")));
+        f.push((
+            "NCCL".to_string(),
+            job.nccl_versions
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
     }
     for (name, values) in &job.env {
         let vals: Vec<String> = values.keys().cloned().collect();
@@ -237,7 +297,9 @@ fn facts(input: &ReportInput<'_>) -> Vec<(String, String)> {
 /// JSON inside `<script>`: `<`, `>` and `&` only occur inside JSON strings,
 /// where their `\u` escapes mean the same.
 fn escape_json_for_script(json: &str) -> String {
-    json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 #[cfg(test)]

@@ -54,10 +54,15 @@ pub struct FileHealth {
 
 pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
     let job = input.job;
-    let ranks = job.world_size.or_else(|| (!job.ranks.is_empty()).then_some(job.ranks.len() as u32));
+    let ranks = job
+        .world_size
+        .or_else(|| (!job.ranks.is_empty()).then_some(job.ranks.len() as u32));
     Document {
         schema_version: SCHEMA_VERSION,
-        tool: Tool { name: "ncclpm", version: env!("CARGO_PKG_VERSION") },
+        tool: Tool {
+            name: "ncclpm",
+            version: env!("CARGO_PKG_VERSION"),
+        },
         job: JobFacts {
             path: job.root.clone(),
             ranks,

@@ -42,8 +42,15 @@ pub struct Written {
 }
 
 /// Writes `report.json` and (unless `json_only`) `report.html` into `dir`.
-pub fn write_reports(dir: &Path, input: &ReportInput<'_>, json_only: bool) -> Result<Written, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir { path: dir.to_path_buf(), source })?;
+pub fn write_reports(
+    dir: &Path,
+    input: &ReportInput<'_>,
+    json_only: bool,
+) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let doc = json::document(input);
     let json_text = json::to_string(&doc);
     let json_path = dir.join("report.json");
@@ -55,9 +62,15 @@ pub fn write_reports(dir: &Path, input: &ReportInput<'_>, json_only: bool) -> Re
         write_file(&path, &html::render(input, &json_text))?;
         Some(path)
     };
-    Ok(Written { json: json_path, html })
+    Ok(Written {
+        json: json_path,
+        html,
+    })
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
-    std::fs::write(path, text).map_err(|source| ReportError::Write { path: path.to_path_buf(), source })
+    std::fs::write(path, text).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -13,11 +13,19 @@ pub fn summary(input: &ReportInput<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "verdict: {}", v.status.name().to_uppercase());
     if v.status == Status::Healthy {
-        let _ = writeln!(out, "  no failure found in {} file(s)", input.job.files.len());
+        let _ = writeln!(
+            out,
+            "  no failure found in {} file(s)",
+            input.job.files.len()
+        );
         return out;
     }
     if !v.stuck_ranks.is_empty() {
-        let _ = writeln!(out, "  stuck rank(s): {}", describe_ranks(input, &v.stuck_ranks));
+        let _ = writeln!(
+            out,
+            "  stuck rank(s): {}",
+            describe_ranks(input, &v.stuck_ranks)
+        );
     }
     if let Some(c) = &v.collective {
         let _ = writeln!(
@@ -29,10 +37,19 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         );
     }
     if let Some(cause) = &v.cause {
-        let _ = writeln!(out, "  cause:         {} (confidence {:.2})", cause.kind, cause.confidence);
+        let _ = writeln!(
+            out,
+            "  cause:         {} (confidence {:.2})",
+            cause.kind, cause.confidence
+        );
         let place: Vec<String> = [
             cause.host.clone().map(|h| format!("host {h}")),
-            cause.device.clone().map(|d| format!("{d} port {}", cause.port.map_or("?".into(), |p| p.to_string()))),
+            cause.device.clone().map(|d| {
+                format!(
+                    "{d} port {}",
+                    cause.port.map_or("?".into(), |p| p.to_string())
+                )
+            }),
             cause.gpu_bus_id.clone().map(|g| format!("GPU {g}")),
             cause.peer_host.clone().map(|p| format!("peer {p}")),
         ]
@@ -67,7 +84,11 @@ fn describe_ranks(input: &ReportInput<'_>, ranks: &[u32]) -> String {
             s
         })
         .collect();
-    let more = if ranks.len() > 8 { format!(" and {} more", ranks.len() - 8) } else { String::new() };
+    let more = if ranks.len() > 8 {
+        format!(" and {} more", ranks.len() - 8)
+    } else {
+        String::new()
+    };
     format!("{}{more}", parts.join(", "))
 }
 

@@ -28,8 +28,16 @@ impl Timeline {
     pub fn build(job: &Job) -> Timeline {
         let known = job_year(job);
         let year = known.unwrap_or(PLACEHOLDER_YEAR);
-        let times = job.events.iter().map(|e| e.time.to_local(Some(year))).collect();
-        Timeline { times, year, year_known: known.is_some() }
+        let times = job
+            .events
+            .iter()
+            .map(|e| e.time.to_local(Some(year)))
+            .collect();
+        Timeline {
+            times,
+            year,
+            year_known: known.is_some(),
+        }
     }
 
     pub fn time_of(&self, event: usize) -> Option<NaiveDateTime> {
@@ -44,7 +52,11 @@ impl Timeline {
     /// How the report prints a time.
     pub fn format(&self, t: &NaiveDateTime) -> String {
         let full = crate::model::time::format_local(t);
-        if self.year_known { full } else { full[5..].to_string() }
+        if self.year_known {
+            full
+        } else {
+            full[5..].to_string()
+        }
     }
 }
 

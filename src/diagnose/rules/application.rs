@@ -22,20 +22,34 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
 /// PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) caught a mismatch.
 fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
-    for (idx, ev) in ctx.job.events.iter().enumerate().filter(|(_, e)| e.kind == EventKind::CollectiveMismatch).take(6) {
+    for (idx, ev) in ctx
+        .job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::CollectiveMismatch)
+        .take(6)
+    {
         h.ranks.extend(ev.int("rank_a").map(|r| r as u32));
         h.ranks.extend(ev.int("rank_b").map(|r| r as u32));
-        h.value(
-            "detail",
-            format!(
-                "rank {} runs {}, rank {} runs {}",
-                ev.int("rank_a").unwrap_or(-1),
-                ev.text_field("collective_a").unwrap_or("?"),
-                ev.int("rank_b").unwrap_or(-1),
-                ev.text_field("collective_b").unwrap_or("?")
-            ),
+        let side = |r: &str, c: &str| match (ev.int(r), ev.text_field(c)) {
+            (Some(rank), Some(coll)) => Some(format!("rank {rank} runs {coll}")),
+            _ => None,
+        };
+        let sides: Vec<String> = [
+            side("rank_a", "collective_a"),
+            side("rank_b", "collective_b"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        h.value("detail", sides.join(", while "));
+        h.support(
+            Source::Torch,
+            0.85,
+            Some(idx),
+            "PyTorch detected that ranks run different collectives",
         );
-        h.support(Source::Torch, 0.85, Some(idx), "PyTorch detected that ranks run different collectives");
     }
     (!h.support.is_empty()).then_some(h)
 }
@@ -55,13 +69,33 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     h.value("seq", hang.seq.map(|s| s.to_string()).unwrap_or_default());
     let fmt = |k: &(Option<String>, Option<i64>)| {
-        format!("{} of {} elements", k.0.clone().unwrap_or_else(|| "?".into()), k.1.map_or("?".into(), |n| n.to_string()))
+        format!(
+            "{} of {} elements",
+            k.0.clone().unwrap_or_else(|| "?".into()),
+            k.1.map_or("?".into(), |n| n.to_string())
+        )
     };
     for (rank, k) in hang.sizes.iter().filter(|(_, k)| **k != majority) {
         h.ranks.insert(*rank);
-        h.value("detail", format!("rank {rank} ran {} where the others ran {}", fmt(k), fmt(&majority)));
-        let ev = ctx.job.pg_states.get(&(hang.pg.clone(), *rank)).and_then(|s| s.evidence.first().copied());
-        h.support(Source::Torch, 0.7, ev, format!("rank {rank} timed out in a different collective at the same sequence number"));
+        h.value(
+            "detail",
+            format!(
+                "rank {rank} ran {} where the others ran {}",
+                fmt(k),
+                fmt(&majority)
+            ),
+        );
+        let ev = ctx
+            .job
+            .pg_states
+            .get(&(hang.pg.clone(), *rank))
+            .and_then(|s| s.evidence.first().copied());
+        h.support(
+            Source::Torch,
+            0.7,
+            ev,
+            format!("rank {rank} timed out in a different collective at the same sequence number"),
+        );
     }
     Some(h)
 }
@@ -71,7 +105,8 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let world = ctx.job.all_ranks().len().max(1);
     let behind: BTreeSet<u32> = hang.laggards.keys().copied().collect();
     // Many silent ranks mean missing logs, not many stalled ranks.
-    let silent_is_meaningful = !hang.silent.is_empty() && hang.silent.len() * 4 <= world && !hang.timed_out.is_empty();
+    let silent_is_meaningful =
+        !hang.silent.is_empty() && hang.silent.len() * 4 <= world && !hang.timed_out.is_empty();
     let mut culprits = behind.clone();
     if silent_is_meaningful {
         culprits.extend(hang.silent.iter().copied());
@@ -84,24 +119,57 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let info = ctx.job.ranks.get(&first);
     h.host = info.and_then(|i| i.host.clone());
     h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
-    h.value("rank", culprits.iter().map(u32::to_string).collect::<Vec<_>>().join(", "));
-    h.value("op", hang.op.clone().unwrap_or_else(|| "the collective".into()));
+    h.value(
+        "rank",
+        culprits
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    h.value(
+        "op",
+        hang.op.clone().unwrap_or_else(|| "the collective".into()),
+    );
     h.value("seq", hang.seq.map_or("?".into(), |s| s.to_string()));
     h.value("pg", hang.pg.clone());
     h.ranks = culprits.clone();
     for (rank, last) in &hang.laggards {
-        let ev = ctx.job.pg_states.get(&(hang.pg.clone(), *rank)).and_then(|s| s.evidence.first().copied());
-        h.support(Source::Torch, 0.65, ev, format!("rank {rank} had only enqueued up to {last}, behind the others"));
+        let ev = ctx
+            .job
+            .pg_states
+            .get(&(hang.pg.clone(), *rank))
+            .and_then(|s| s.evidence.first().copied());
+        h.support(
+            Source::Torch,
+            0.65,
+            ev,
+            format!("rank {rank} had only enqueued up to {last}, behind the others"),
+        );
     }
     if silent_is_meaningful {
         let victims = hang.timed_out.len();
         let weight = if victims >= 2 { 0.6 } else { 0.4 };
         for &rank in &hang.silent {
-            let last_line = ctx.job.events.iter().rposition(|e| e.who.rank == Some(rank));
+            let last_line = ctx
+                .job
+                .events
+                .iter()
+                .rposition(|e| e.who.rank == Some(rank));
             h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line"));
         }
-        for &idx in hang.evidence.iter().filter(|&&i| ctx.job.events[i].kind == EventKind::WatchdogTimeout).take(3) {
-            h.support(Source::Torch, 0.5, Some(idx), "a victim timed out waiting in the collective");
+        for &idx in hang
+            .evidence
+            .iter()
+            .filter(|&&i| ctx.job.events[i].kind == EventKind::WatchdogTimeout)
+            .take(3)
+        {
+            h.support(
+                Source::Torch,
+                0.5,
+                Some(idx),
+                "a victim timed out waiting in the collective",
+            );
         }
     }
     Some(h)

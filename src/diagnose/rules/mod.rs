@@ -32,3 +32,4 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out
 }
 
+pub use process::culprit_deaths;

@@ -49,11 +49,18 @@ fn completion_reports(job: &Job) -> Vec<Report> {
             rank: e.who.rank,
             host: e.who.host.as_deref().map(str::to_string),
             status: e.int("status"),
-            peer_host: e.text_field("peer").and_then(|p| job.host_of_addr(p)).map(str::to_string),
+            peer_host: e
+                .text_field("peer")
+                .and_then(|p| job.host_of_addr(p))
+                .map(str::to_string),
         })
         .collect();
     // Flush errors only echo the first error; use them only when alone.
-    let primary: Vec<Report> = all.iter().filter(|r| r.status != Some(WR_FLUSH_ERR)).cloned().collect();
+    let primary: Vec<Report> = all
+        .iter()
+        .filter(|r| r.status != Some(WR_FLUSH_ERR))
+        .cloned()
+        .collect();
     if primary.is_empty() { all } else { primary }
 }
 
@@ -70,15 +77,41 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         Some(t) => format!("{s} ({}: {})", t.name, t.meaning),
         None => s.to_string(),
     });
-    h.value("status", status.map(|s| s.to_string()).unwrap_or_else(|| "?".into()));
+    h.value(
+        "status",
+        status.map(|s| s.to_string()).unwrap_or_else(|| "?".into()),
+    );
     match suspect_host(&reports) {
         Some((suspect, reporters)) => {
-            let weight = if reporters.len() >= 2 { 0.7 } else if names_back(&reports, &suspect, &reporters) { 0.45 } else { 0.55 };
-            h.peer_host = most_common(reports.iter().filter(|r| r.peer_host.as_deref() == Some(suspect.as_str())).filter_map(|r| r.host.clone()));
+            let weight = if reporters.len() >= 2 {
+                0.7
+            } else if names_back(&reports, &suspect, &reporters) {
+                0.45
+            } else {
+                0.55
+            };
+            h.peer_host = most_common(
+                reports
+                    .iter()
+                    .filter(|r| r.peer_host.as_deref() == Some(suspect.as_str()))
+                    .filter_map(|r| r.host.clone()),
+            );
             locate_on_suspect(ctx, hang, &reports, &suspect, &mut h);
             h.host = Some(suspect.clone());
-            for r in reports.iter().filter(|r| r.peer_host.as_deref() == Some(suspect.as_str())).take(8) {
-                h.support(Source::Nccl, weight, Some(r.idx), format!("a victim's transfer to {suspect} failed: status {}", status_text.clone().unwrap_or_default()));
+            for r in reports
+                .iter()
+                .filter(|r| r.peer_host.as_deref() == Some(suspect.as_str()))
+                .take(8)
+            {
+                h.support(
+                    Source::Nccl,
+                    weight,
+                    Some(r.idx),
+                    format!(
+                        "a victim's transfer to {suspect} failed: status {}",
+                        status_text.clone().unwrap_or_default()
+                    ),
+                );
             }
         }
         None => {
@@ -89,13 +122,29 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             h.device = ev.text_field("hca").map(str::to_string);
             h.ranks.extend(first.rank);
             for r in reports.iter().take(8) {
-                h.support(Source::Nccl, 0.35, Some(r.idx), format!("IB completion error, status {}; the peer is not identified", status_text.clone().unwrap_or_default()));
+                h.support(
+                    Source::Nccl,
+                    0.35,
+                    Some(r.idx),
+                    format!(
+                        "IB completion error, status {}; the peer is not identified",
+                        status_text.clone().unwrap_or_default()
+                    ),
+                );
             }
         }
     }
     if kind == CauseKind::Unknown {
-        h.value("detail", format!("NCCL reported IB completion errors with status {} that do not map to one cause.", status_text.unwrap_or_default()));
-        h.support.iter_mut().for_each(|s| s.weight = s.weight.min(0.3));
+        h.value(
+            "detail",
+            format!(
+                "NCCL reported IB completion errors with status {} that do not map to one cause.",
+                status_text.unwrap_or_default()
+            ),
+        );
+        h.support
+            .iter_mut()
+            .for_each(|s| s.weight = s.weight.min(0.3));
     }
     Some(h)
 }
@@ -123,13 +172,20 @@ fn suspect_host(reports: &[Report]) -> Option<(String, BTreeSet<String>)> {
 /// The suspect also names its reporters: the fault could be on either side.
 fn names_back(reports: &[Report], suspect: &str, reporters: &BTreeSet<String>) -> bool {
     reports.iter().any(|r| {
-        r.host.as_deref() == Some(suspect) && r.peer_host.as_ref().is_some_and(|p| reporters.contains(p))
+        r.host.as_deref() == Some(suspect)
+            && r.peer_host.as_ref().is_some_and(|p| reporters.contains(p))
     })
 }
 
 /// Which ranks and HCA on the suspect host sat on the failing connections:
 /// the channel lines say who each reporter talks to over the network.
-fn locate_on_suspect(ctx: &Ctx<'_>, hang: Option<&Hang>, reports: &[Report], suspect: &str, h: &mut Hypothesis) {
+fn locate_on_suspect(
+    ctx: &Ctx<'_>,
+    hang: Option<&Hang>,
+    reports: &[Report],
+    suspect: &str,
+    h: &mut Hypothesis,
+) {
     let job = ctx.job;
     let on_suspect = |r: u32| job.ranks.get(&r).and_then(|i| i.host.as_deref()) == Some(suspect);
     let reporter_ranks: BTreeSet<u32> = reports
@@ -164,13 +220,16 @@ fn locate_on_suspect(ctx: &Ctx<'_>, hang: Option<&Hang>, reports: &[Report], sus
 }
 
 fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
-    let mut by_place: BTreeMap<(Option<String>, Option<String>, Option<u32>, bool), Hypothesis> = BTreeMap::new();
+    let mut by_place: BTreeMap<(Option<String>, Option<String>, Option<u32>, bool), Hypothesis> =
+        BTreeMap::new();
     for (idx, ev) in ctx.job.events.iter().enumerate() {
         if ev.kind != EventKind::IbAsyncEvent {
             continue;
         }
         let what = ev.text_field("event").unwrap_or("").to_ascii_lowercase();
-        let fatal = ev.int("fatal") == Some(1) || what.contains("catastrophic") || what.contains("device fatal");
+        let fatal = ev.int("fatal") == Some(1)
+            || what.contains("catastrophic")
+            || what.contains("device fatal");
         let port_event = what.contains("port error") || what.contains("link");
         let (kind, weight) = if what.contains("catastrophic") || what.contains("device fatal") {
             (CauseKind::HcaFault, 0.75)
@@ -184,17 +243,29 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let host = ev.who.host.as_deref().map(str::to_string);
         let device = ev.text_field("hca").map(str::to_string);
         let port = ev.int("port").map(|p| p as u32);
-        let h = by_place.entry((host.clone(), device.clone(), port, kind == CauseKind::HcaFault)).or_insert_with(|| {
-            let mut h = Hypothesis::new(kind);
-            h.host = host;
-            h.device = device;
-            h.port = port;
-            h.value("detail", format!("IB async event: {what}"));
-            h
-        });
+        let h = by_place
+            .entry((
+                host.clone(),
+                device.clone(),
+                port,
+                kind == CauseKind::HcaFault,
+            ))
+            .or_insert_with(|| {
+                let mut h = Hypothesis::new(kind);
+                h.host = host;
+                h.device = device;
+                h.port = port;
+                h.value("detail", format!("IB async event: {what}"));
+                h
+            });
         h.ranks.extend(ev.who.rank);
         if h.support.len() < 8 {
-            h.support(Source::Nccl, weight, Some(idx), format!("the HCA reported an async event: {what}"));
+            h.support(
+                Source::Nccl,
+                weight,
+                Some(idx),
+                format!("the HCA reported an async event: {what}"),
+            );
         }
     }
     by_place.into_values().collect()
@@ -209,9 +280,17 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             continue;
         }
         let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();
-        let vanished = error.contains("closed by remote peer") || error.contains("broken pipe") || error.contains("reset by peer");
-        let Some(peer) = ev.text_field("peer").filter(|_| vanished) else { continue };
-        let host = ctx.job.host_of_addr(peer).map(str::to_string).unwrap_or_else(|| crate::model::build::short_host_of(peer));
+        let vanished = error.contains("closed by remote peer")
+            || error.contains("broken pipe")
+            || error.contains("reset by peer");
+        let Some(peer) = ev.text_field("peer").filter(|_| vanished) else {
+            continue;
+        };
+        let host = ctx
+            .job
+            .host_of_addr(peer)
+            .map(str::to_string)
+            .unwrap_or_else(|| crate::model::build::short_host_of(peer));
         let h = by_host.entry(host.clone()).or_insert_with(|| {
             let mut h = Hypothesis::new(CauseKind::ProcessCrash);
             h.host = Some(host.clone());
@@ -220,7 +299,12 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h
         });
         if h.support.len() < 6 {
-            h.support(Source::Nccl, 0.4, Some(idx), format!("a peer's connection to {host} was closed from the other side"));
+            h.support(
+                Source::Nccl,
+                0.4,
+                Some(idx),
+                format!("a peer's connection to {host} was closed from the other side"),
+            );
         }
     }
     by_host.into_values().collect()
@@ -231,5 +315,8 @@ fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
     for i in items {
         *counts.entry(i).or_default() += 1;
     }
-    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0))).map(|(k, _)| k)
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|(k, _)| k)
 }

@@ -23,25 +23,41 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
     let own_nccl_trouble = ranks_with_watchdog_trouble(ctx.job);
     for d in &ctx.job.deaths {
         let Some(rank) = d.rank else { continue };
-        // An exit status alone, on a rank whose watchdog already fired, is the
-        // watchdog's doing.
-        let bare_exit = d.kind != DeathKind::Exception && d.signal.is_none();
-        if d.consequence || (bare_exit && own_nccl_trouble.contains(&rank)) {
+        // An exit status alone or an abort, on a rank whose watchdog already
+        // fired, is the watchdog's doing: it takes the process down.
+        let watchdog_abort =
+            d.kind != DeathKind::Exception && matches!(d.signal.as_deref(), None | Some("SIGABRT"));
+        if d.consequence || (watchdog_abort && own_nccl_trouble.contains(&rank)) {
             continue;
         }
         by_rank.entry(rank).or_default().push(d);
     }
     let first_time = by_rank
         .iter()
-        .map(|(r, ds)| (*r, ds.iter().filter_map(|d| ctx.timeline.resolve(&d.time)).min()))
+        .map(|(r, ds)| {
+            (
+                *r,
+                ds.iter()
+                    .filter_map(|d| ctx.timeline.resolve(&d.time))
+                    .min(),
+            )
+        })
         .collect();
-    CrashSummary { by_rank, first_time }
+    CrashSummary {
+        by_rank,
+        first_time,
+    }
 }
 
 fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
     job.events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::WatchdogTimeout | EventKind::WatchdogException))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::WatchdogTimeout | EventKind::WatchdogException
+            )
+        })
         .filter_map(|e| e.who.rank)
         .collect()
 }
@@ -54,17 +70,25 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let mut h = Hypothesis::new(CauseKind::ProcessCrash);
         h.ranks.insert(*rank);
         let info = ctx.job.ranks.get(rank);
-        h.host = deaths.iter().find_map(|d| d.host.clone()).or_else(|| info.and_then(|i| i.host.clone()));
+        h.host = deaths
+            .iter()
+            .find_map(|d| d.host.clone())
+            .or_else(|| info.and_then(|i| i.host.clone()));
         h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
         h.value("rank", rank.to_string());
-        h.value("reason", best_reason(deaths));
+        h.value("reason", clip(&best_reason(deaths), 200));
         for d in deaths {
             let (source, weight) = death_weight(ctx, d);
             for &ev in d.evidence.iter().take(1) {
                 h.support(source, weight, Some(ev), death_why(d));
             }
             for &ev in d.evidence.iter().skip(1) {
-                h.support(source, weight * 0.5, Some(ev), "part of the same failure report");
+                h.support(
+                    source,
+                    weight * 0.5,
+                    Some(ev),
+                    "part of the same failure report",
+                );
             }
         }
         // A later death is less likely the first cause.
@@ -97,7 +121,9 @@ fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
 
 fn death_why(d: &Death) -> String {
     match (d.kind, &d.signal, d.exitcode) {
-        (DeathKind::Exception, _, _) => "the rank raised its own exception (not a consequence of NCCL)".into(),
+        (DeathKind::Exception, _, _) => {
+            "the rank raised its own exception (not a consequence of NCCL)".into()
+        }
         (_, Some(sig), _) => format!("the rank's process was killed by {sig}"),
         (_, None, Some(c)) => format!("the rank's process exited with code {c}"),
         _ => "the rank's process died".into(),
@@ -129,11 +155,25 @@ fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
         if ev.kind != EventKind::SocketError {
             continue;
         }
-        let Some(peer) = ev.text_field("peer") else { continue };
+        let Some(peer) = ev.text_field("peer") else {
+            continue;
+        };
         let names_host = ctx.job.host_of_addr(peer) == Some(host.as_str());
         if names_host && ev.who.host.as_deref() != Some(host.as_str()) {
-            h.support(Source::Nccl, 0.3, Some(idx), format!("a peer lost its connection to {host}"));
+            h.support(
+                Source::Nccl,
+                0.3,
+                Some(idx),
+                format!("a peer lost its connection to {host}"),
+            );
             added += 1;
         }
+    }
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
     }
 }

@@ -10,7 +10,9 @@ use crate::model::{CauseKind, Event, EventIdx, EventKind};
 use super::Ctx;
 
 /// Interfaces that never carry traffic between hosts.
-const LOCAL_ONLY_IFACES: &[&str] = &["lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "br-"];
+const LOCAL_ONLY_IFACES: &[&str] = &[
+    "lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "br-",
+];
 
 pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
@@ -41,14 +43,33 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 h.support(Source::Nccl, weight, Some(idx), why);
             }
         };
-        let detail = format!("`{}`", ev.text_field("error").map_or_else(|| format!("{call} failed"), |e| format!("{call}: {e}")));
+        let detail = format!(
+            "`{}`",
+            ev.text_field("error")
+                .map_or_else(|| format!("{call} failed"), |e| format!("{call}: {e}"))
+        );
         match call {
-            "ibv_reg_mr" | "ibv_create_qp" | "ibv_create_cq" | "ibv_reg_dmabuf_mr" | "ibv_alloc_pd" => {
-                let w = if errno_is(ev, 12, "cannot allocate memory") { 0.75 } else { 0.5 };
-                add(CauseKind::Memlock, w, format!("{call} failed: pinned memory could not be registered ({detail})"));
+            "ibv_reg_mr" | "ibv_create_qp" | "ibv_create_cq" | "ibv_reg_dmabuf_mr"
+            | "ibv_alloc_pd" => {
+                let w = if errno_is(ev, 12, "cannot allocate memory") {
+                    0.75
+                } else {
+                    0.5
+                };
+                add(
+                    CauseKind::Memlock,
+                    w,
+                    format!("{call} failed: pinned memory could not be registered ({detail})"),
+                );
             }
             "ibv_modify_qp" if errno_is(ev, 22, "invalid argument") => {
-                add(CauseKind::GidIndex, 0.75, format!("the queue pair could not use its GID ({detail}): a wrong RoCE GID index"));
+                add(
+                    CauseKind::GidIndex,
+                    0.75,
+                    format!(
+                        "the queue pair could not use its GID ({detail}): a wrong RoCE GID index"
+                    ),
+                );
             }
             "ibv_modify_qp" if errno_is(ev, 110, "timed out") => {
                 // NCCL's own hint says cross-rail; on RoCE the usual cause is a
@@ -56,16 +77,37 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 let (gid_w, rail_w) = match link_layer.as_deref() {
                     Some("RoCE") => (0.6, 0.3),
                     Some("IB") => (0.25, 0.6),
-                    _ => if gid_forced { (0.6, 0.35) } else { (0.45, 0.4) },
+                    _ => {
+                        if gid_forced {
+                            (0.6, 0.35)
+                        } else {
+                            (0.45, 0.4)
+                        }
+                    }
                 };
-                add(CauseKind::GidIndex, gid_w, format!("queue-pair connection timed out ({detail}): the GID in use may not route to the peer"));
-                add(CauseKind::CrossRail, rail_w, format!("queue-pair connection timed out ({detail}): the peer NIC may be on another rail"));
+                add(
+                    CauseKind::GidIndex,
+                    gid_w,
+                    format!(
+                        "queue-pair connection timed out ({detail}): the GID in use may not route to the peer"
+                    ),
+                );
+                add(
+                    CauseKind::CrossRail,
+                    rail_w,
+                    format!(
+                        "queue-pair connection timed out ({detail}): the peer NIC may be on another rail"
+                    ),
+                );
             }
             _ => {}
         }
     }
     for h in hyps.values_mut() {
-        h.value("detail", h.support.first().map(|s| s.why.clone()).unwrap_or_default());
+        h.value(
+            "detail",
+            h.support.first().map(|s| s.why.clone()).unwrap_or_default(),
+        );
     }
     hyps.into_values().collect()
 }
@@ -105,30 +147,63 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut fw_hyp = Hypothesis::new(CauseKind::Firewall);
     for (idx, ev) in job.events.iter().enumerate() {
         match ev.kind {
-            EventKind::BootstrapError if ev.text_field("error").is_some_and(|e| e.contains("interface")) => {
-                iface_hyp.host = iface_hyp.host.take().or_else(|| ev.who.host.as_deref().map(str::to_string));
-                iface_hyp.support(Source::Nccl, 0.75, Some(idx), "NCCL found no usable socket interface");
+            EventKind::BootstrapError
+                if ev
+                    .text_field("error")
+                    .is_some_and(|e| e.contains("interface")) =>
+            {
+                iface_hyp.host = iface_hyp
+                    .host
+                    .take()
+                    .or_else(|| ev.who.host.as_deref().map(str::to_string));
+                iface_hyp.support(
+                    Source::Nccl,
+                    0.75,
+                    Some(idx),
+                    "NCCL found no usable socket interface",
+                );
             }
-            EventKind::SocketError if ev.text_field("op") == Some("connect") => connect_errors.push(idx),
+            EventKind::SocketError if ev.text_field("op") == Some("connect") => {
+                connect_errors.push(idx)
+            }
             _ => {}
         }
     }
     let suspicious = suspicious_interfaces(ctx);
     for (idx, iface) in suspicious.iter().take(4) {
         let ev = &job.events[*idx];
-        iface_hyp.host = iface_hyp.host.take().or_else(|| ev.who.host.as_deref().map(str::to_string));
+        iface_hyp.host = iface_hyp
+            .host
+            .take()
+            .or_else(|| ev.who.host.as_deref().map(str::to_string));
         let w = if connect_errors.is_empty() { 0.3 } else { 0.6 };
-        iface_hyp.support(Source::Nccl, w, Some(*idx), format!("NCCL uses `{iface}`, which cannot reach other hosts"));
+        iface_hyp.support(
+            Source::Nccl,
+            w,
+            Some(*idx),
+            format!("NCCL uses `{iface}`, which cannot reach other hosts"),
+        );
         iface_hyp.value("detail", format!("`{iface}`"));
     }
     for &idx in connect_errors.iter().take(8) {
         let ev = &job.events[idx];
-        let error = ev.text_field("error").or(ev.text_field("error2")).or(ev.text_field("error3")).unwrap_or("").to_ascii_lowercase();
-        let peer = ev.text_field("peer").map(|p| job.host_of_addr(p).map(str::to_string).unwrap_or_else(|| p.to_string()));
+        let error = ev
+            .text_field("error")
+            .or(ev.text_field("error2"))
+            .or(ev.text_field("error3"))
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let peer = ev.text_field("peer").map(|p| {
+            job.host_of_addr(p)
+                .map(str::to_string)
+                .unwrap_or_else(|| p.to_string())
+        });
         let host = ev.who.host.as_deref().map(str::to_string);
         let refused = error.contains("refused");
         let unreachable = error.contains("no route") || error.contains("unreachable");
-        let timeout = error.contains("timed out") || ev.text_field("what") == Some("timeouts") || ev.text_field("timeout").is_some();
+        let timeout = error.contains("timed out")
+            || ev.text_field("what") == Some("timeouts")
+            || ev.text_field("timeout").is_some();
         let (fw, ifc) = match (refused, unreachable, timeout) {
             (true, _, _) => (0.5, 0.3),
             (_, true, _) => (0.35, 0.5),
@@ -139,12 +214,26 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.host = h.host.take().or(host.clone());
             h.peer_host = h.peer_host.take().or(peer.clone());
             h.ranks.extend(ev.who.rank);
-            h.support(Source::Nccl, w, Some(idx), format!("a socket connection failed: `{error}`"));
+            h.support(
+                Source::Nccl,
+                w,
+                Some(idx),
+                format!("a socket connection failed: `{error}`"),
+            );
         }
-        fw_hyp.values.entry("detail").or_insert_with(|| format!("`{error}`"));
-        iface_hyp.values.entry("detail").or_insert_with(|| format!("`{error}`"));
+        fw_hyp
+            .values
+            .entry("detail")
+            .or_insert_with(|| format!("`{error}`"));
+        iface_hyp
+            .values
+            .entry("detail")
+            .or_insert_with(|| format!("`{error}`"));
     }
-    [iface_hyp, fw_hyp].into_iter().filter(|h| !h.support.is_empty()).collect()
+    [iface_hyp, fw_hyp]
+        .into_iter()
+        .filter(|h| !h.support.is_empty())
+        .collect()
 }
 
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
@@ -153,11 +242,16 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
     for (idx, ev) in ctx.job.events.iter().enumerate() {
         let list = match ev.kind {
             EventKind::NcclNetSocket => ev.text_field("interfaces").unwrap_or("").to_string(),
-            EventKind::NcclBootstrapIface => format!("{}:{}<0>", ev.text_field("iface").unwrap_or(""), ev.text_field("ip").unwrap_or("")),
+            EventKind::NcclBootstrapIface => format!(
+                "{}:{}<0>",
+                ev.text_field("iface").unwrap_or(""),
+                ev.text_field("ip").unwrap_or("")
+            ),
             _ => continue,
         };
         for item in list.split_whitespace() {
-            let item = item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
+            let item =
+                item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
             if let Some((iface, rest)) = item.split_once(':') {
                 let addr = rest.split('<').next().unwrap_or(rest);
                 if is_local_only(iface, addr) {
@@ -178,24 +272,71 @@ fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         let versions: Vec<_> = job.nccl_versions.iter().cloned().collect();
         details.push(format!("NCCL versions {}", versions.join(" and ")));
         for idx in first_of_each(ctx, EventKind::NcclVersion, "version") {
-            h.support(Source::Nccl, 0.7, Some(idx), "ranks run different NCCL versions");
+            h.support(
+                Source::Nccl,
+                0.7,
+                Some(idx),
+                "ranks run different NCCL versions",
+            );
         }
     }
     let nets = first_of_each(ctx, EventKind::NcclNetSelected, "network");
     if nets.len() > 1 {
         details.push("some ranks use IB, others sockets".into());
         for idx in nets {
-            h.support(Source::Nccl, 0.6, Some(idx), "ranks chose different network transports");
+            h.support(
+                Source::Nccl,
+                0.6,
+                Some(idx),
+                "ranks chose different network transports",
+            );
         }
     }
-    for idx in job.events.iter().enumerate().filter(|(_, e)| e.kind == EventKind::BootstrapError && e.text_field("error") == Some("version mismatch")).map(|(i, _)| i).take(4) {
-        h.support(Source::Nccl, 0.8, Some(idx), "NCCL itself saw a version mismatch with a peer");
+    for (idx, ev) in job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::BootstrapError)
+        .take(64)
+    {
+        match ev.text_field("error") {
+            Some("version mismatch") => {
+                details.push("NCCL versions differ between peers".into());
+                h.support(
+                    Source::Nccl,
+                    0.8,
+                    Some(idx),
+                    "NCCL itself saw a version mismatch with a peer",
+                );
+            }
+            Some("socket type mismatch") => {
+                details.push("one side of a connection uses IB, the other sockets".into());
+                h.support(
+                    Source::Nccl,
+                    0.6,
+                    Some(idx),
+                    "the two ends of a connection expected different transports",
+                );
+            }
+            _ => {}
+        }
     }
+    details.dedup();
     for (name, values) in &job.env {
         if values.len() > 1 && !name.ends_with("_FILE") {
-            details.push(format!("{name} = {}", values.keys().cloned().collect::<Vec<_>>().join(" / ")));
-            if let Some(idx) = job.events.iter().position(|e| e.kind == EventKind::NcclEnvSetting && e.text_field("name") == Some(name.as_str())) {
-                h.support(Source::Nccl, 0.45, Some(idx), format!("{name} differs between ranks"));
+            details.push(format!(
+                "{name} = {}",
+                values.keys().cloned().collect::<Vec<_>>().join(" / ")
+            ));
+            if let Some(idx) = job.events.iter().position(|e| {
+                e.kind == EventKind::NcclEnvSetting && e.text_field("name") == Some(name.as_str())
+            }) {
+                h.support(
+                    Source::Nccl,
+                    0.45,
+                    Some(idx),
+                    format!("{name} differs between ranks"),
+                );
             }
         }
     }
@@ -214,6 +355,10 @@ fn first_of_each(ctx: &Ctx<'_>, kind: EventKind, field: &str) -> Vec<EventIdx> {
         .iter()
         .enumerate()
         .filter(|(_, e)| e.kind == kind)
-        .filter_map(|(i, e)| e.text_field(field).filter(|v| seen.insert(v.to_string())).map(|_| i))
+        .filter_map(|(i, e)| {
+            e.text_field(field)
+                .filter(|v| seen.insert(v.to_string()))
+                .map(|_| i)
+        })
         .collect()
 }

@@ -19,7 +19,9 @@ pub fn collect(job: &mut Job) {
         match ev.kind {
             EventKind::WatchdogTimeout => {
                 let seq = ev.int("seq");
-                let pg = seq.and_then(|s| pg_of.get(&(rank, s)).cloned()).unwrap_or_else(|| "0".into());
+                let pg = seq
+                    .and_then(|s| pg_of.get(&(rank, s)).cloned())
+                    .unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
                 st.timed_out = true;
                 record_work(st, ev);
@@ -31,7 +33,9 @@ pub fn collect(job: &mut Job) {
                     .or_else(|| seq.and_then(|s| pg_of.get(&(rank, s)).cloned()))
                     .unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
-                st.timed_out |= ev.text_field("reason").is_some_and(|r| r.contains("timeout"));
+                st.timed_out |= ev
+                    .text_field("reason")
+                    .is_some_and(|r| r.contains("timeout"));
                 record_work(st, ev);
                 st.evidence.push(idx);
             }

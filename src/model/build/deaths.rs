@@ -24,7 +24,10 @@ impl ConsequenceRules {
     pub fn is_consequence(&self, exc_type: &str, message: &str) -> bool {
         let short = exc_type.rsplit(['.', ':']).next().unwrap_or(exc_type);
         self.exception_types.iter().any(|t| t == short)
-            || self.message_markers.iter().any(|m| message.contains(m.as_str()))
+            || self
+                .message_markers
+                .iter()
+                .any(|m| message.contains(m.as_str()))
     }
 }
 
@@ -36,6 +39,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
             EventKind::WorkerFailed => worker_failed(job, ev, idx),
             EventKind::ProcessSignaled => process_signaled(ev, idx, rules),
             EventKind::TaskExited => task_exited(job, ev, idx),
+            EventKind::ClosingSignal => closing_signal(job, ev, idx),
             _ => None,
         };
         deaths.extend(death);
@@ -54,6 +58,7 @@ fn death(ev: &Event, idx: EventIdx, kind: DeathKind, reason: String) -> Death {
         signal: None,
         reason,
         consequence: false,
+        stopped_by_launcher: false,
         time: ev.time,
         evidence: vec![idx],
     }
@@ -63,7 +68,11 @@ fn python_exception(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
     ev.who.rank?;
     let exc = ev.text_field("exc_type")?;
     let message = ev.text_field("message").unwrap_or("");
-    let reason = if message.is_empty() { exc.to_string() } else { format!("{exc}: {message}") };
+    let reason = if message.is_empty() {
+        exc.to_string()
+    } else {
+        format!("{exc}: {message}")
+    };
     let mut d = death(ev, idx, DeathKind::Exception, reason);
     d.consequence = rules.is_consequence(exc, message);
     Some(d)
@@ -80,14 +89,24 @@ fn worker_failed(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
         .values()
         .find(|r| {
             let same_host = host.is_none() || r.host.as_deref() == host;
-            same_host && ((pid.is_some() && r.pid == pid) || (host.is_some() && local.is_some() && r.local_rank == local))
+            same_host
+                && ((pid.is_some() && r.pid == pid)
+                    || (host.is_some() && local.is_some() && r.local_rank == local))
         })
         .map(|r| r.rank);
-    let mut d = death(ev, idx, exit_kind(exitcode), exit_reason("worker", exitcode));
+    let mut d = death(
+        ev,
+        idx,
+        exit_kind(exitcode),
+        exit_reason("worker", exitcode),
+    );
     d.rank = rank;
     d.pid = pid;
     d.exitcode = exitcode;
-    d.signal = exitcode.filter(|&c| c < 0).and_then(|c| signal_name(-c)).map(str::to_string);
+    d.signal = exitcode
+        .filter(|&c| c < 0)
+        .and_then(|c| signal_name(-c))
+        .map(str::to_string);
     d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
     Some(d)
 }
@@ -97,7 +116,11 @@ fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
         .text_field("signal_name")
         .map(str::to_string)
         .or_else(|| ev.int("signal").and_then(signal_name).map(str::to_string))
-        .or_else(|| ev.text_field("what").filter(|w| w.contains("Segmentation")).map(|_| "SIGSEGV".into()));
+        .or_else(|| {
+            ev.text_field("what")
+                .filter(|w| w.contains("Segmentation"))
+                .map(|_| "SIGSEGV".into())
+        });
     let exception = ev.text_field("exception").unwrap_or("");
     let mut d = death(ev, idx, DeathKind::Signal, ev.text.to_string());
     d.rank = ev.int("failed_rank").map(|r| r as u32).or(ev.who.rank);
@@ -108,6 +131,34 @@ fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
     d.consequence = !exception.is_empty() && rules.is_consequence(exception, "");
     d.signal = signal;
     d.rank?;
+    Some(d)
+}
+
+/// The torchrun agent stopping the surviving workers after one failed: these
+/// ranks are victims by definition.
+fn closing_signal(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+    let pid = ev
+        .int("worker_pid")
+        .or(ev.int("worker_pid2"))
+        .map(|p| p as u32)?;
+    let host = ev.who.host.as_deref().map(short_host);
+    let rank = job
+        .ranks
+        .values()
+        .find(|r| r.pid == Some(pid) && (host.is_none() || r.host.as_deref() == host))?
+        .rank;
+    let signal = ev.text_field("signal").unwrap_or("SIGTERM").to_string();
+    let mut d = death(
+        ev,
+        idx,
+        DeathKind::Signal,
+        format!("stopped by the launcher with {signal}"),
+    );
+    d.rank = Some(rank);
+    d.pid = Some(pid);
+    d.signal = Some(signal);
+    d.consequence = true;
+    d.stopped_by_launcher = true;
     Some(d)
 }
 
@@ -125,11 +176,23 @@ fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
         None
     };
     let tasks = expand_ranges(ev.text_field("tasks")?);
-    let task_ranks = job.events.iter().any(|e| e.who.task.is_some() && e.who.task == e.who.rank);
+    let task_ranks = job
+        .events
+        .iter()
+        .any(|e| e.who.task.is_some() && e.who.task == e.who.rank);
     if !task_ranks || tasks.len() != 1 {
         return None;
     }
-    let mut d = death(ev, idx, if signal.is_some() { DeathKind::Signal } else { DeathKind::ExitCode }, format!("srun: {what}"));
+    let mut d = death(
+        ev,
+        idx,
+        if signal.is_some() {
+            DeathKind::Signal
+        } else {
+            DeathKind::ExitCode
+        },
+        format!("srun: {what}"),
+    );
     d.rank = Some(tasks[0]);
     d.host = ev.text_field("hosts").map(|h| short_host(h).to_string());
     d.signal = signal.map(str::to_string);
@@ -153,7 +216,9 @@ fn child_failed_blocks(job: &Job) -> Vec<Death> {
                 current = Some((d, ev.origin.line));
             }
             EventKind::ChildFailedField => {
-                let Some((d, last_line)) = current.as_mut() else { continue };
+                let Some((d, last_line)) = current.as_mut() else {
+                    continue;
+                };
                 let same_file = job.events[d.evidence[0]].origin.file == ev.origin.file;
                 if !same_file || ev.origin.line > *last_line + 12 {
                     continue;
@@ -177,7 +242,11 @@ fn apply_child_field(d: &mut Death, ev: &Event) {
             d.exitcode = ev.int("exitcode");
             d.pid = ev.int("worker_pid").map(|p| p as u32);
             d.kind = exit_kind(d.exitcode);
-            d.signal = d.exitcode.filter(|&c| c < 0).and_then(|c| signal_name(-c)).map(str::to_string);
+            d.signal = d
+                .exitcode
+                .filter(|&c| c < 0)
+                .and_then(|c| signal_name(-c))
+                .map(str::to_string);
             d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
             d.reason = exit_reason("worker", d.exitcode);
         }
@@ -197,7 +266,11 @@ fn apply_child_field(d: &mut Death, ev: &Event) {
 }
 
 fn exit_kind(code: Option<i64>) -> DeathKind {
-    if code.is_some_and(|c| c < 0) { DeathKind::Signal } else { DeathKind::ExitCode }
+    if code.is_some_and(|c| c < 0) {
+        DeathKind::Signal
+    } else {
+        DeathKind::ExitCode
+    }
 }
 
 fn exit_reason(who: &str, code: Option<i64>) -> String {
@@ -262,7 +335,10 @@ mod tests {
         };
         assert!(rules.is_consequence("torch.distributed.DistBackendError", ""));
         assert!(rules.is_consequence("c10::DistBackendError", ""));
-        assert!(rules.is_consequence("RuntimeError", "[Rank 3] Watchdog caught collective operation timeout"));
+        assert!(rules.is_consequence(
+            "RuntimeError",
+            "[Rank 3] Watchdog caught collective operation timeout"
+        ));
         assert!(!rules.is_consequence("torch.cuda.OutOfMemoryError", "CUDA out of memory"));
     }
 }

@@ -29,7 +29,9 @@ pub fn resolve(job: &mut Job) {
             .and_then(|(h, p)| by_pid.get(&(h.clone(), p)).copied())
             .or_else(|| ev.who.task.filter(|_| task_is_rank))
             .or_else(|| {
-                host.as_ref().zip(ev.who.local_rank).and_then(|(h, l)| by_local.get(&(h.clone(), l)).copied())
+                host.as_ref()
+                    .zip(ev.who.local_rank)
+                    .and_then(|(h, l)| by_local.get(&(h.clone(), l)).copied())
             });
     }
     resolve_by_file(job);
@@ -72,11 +74,20 @@ fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
 fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, u32), u32> {
     let mut map = BTreeMap::new();
     for ev in &job.events {
-        let Some(host) = ev.who.host.as_deref() else { continue };
-        let pair = if ev.kind == EventKind::NcclCommInit && ev.text_field("phase") == Some("LAYOUT") {
+        let Some(host) = ev.who.host.as_deref() else {
+            continue;
+        };
+        let pair = if ev.kind == EventKind::NcclCommInit && ev.text_field("phase") == Some("LAYOUT")
+        {
             let world = ev.int("nranks").map(|n| n as u32) == job.world_size;
-            let rank = ev.who.pid.and_then(|p| by_pid.get(&(host.to_string(), p)).copied());
-            ev.int("local_rank").zip(rank).filter(|_| world).map(|(l, r)| (l as u32, r))
+            let rank = ev
+                .who
+                .pid
+                .and_then(|p| by_pid.get(&(host.to_string(), p)).copied());
+            ev.int("local_rank")
+                .zip(rank)
+                .filter(|_| world)
+                .map(|(l, r)| (l as u32, r))
         } else {
             ev.who.local_rank.zip(ev.who.rank)
         };
@@ -107,7 +118,10 @@ fn resolve_by_file(job: &mut Job) {
     let mut groups: BTreeMap<String, (BTreeSet<u32>, BTreeSet<(String, u32)>)> = BTreeMap::new();
     let group_of = |job: &Job, file: usize| -> String {
         let f = &job.files[file];
-        f.hints.process_dir.clone().unwrap_or_else(|| f.path.clone())
+        f.hints
+            .process_dir
+            .clone()
+            .unwrap_or_else(|| f.path.clone())
     };
     for ev in &job.events {
         let key = group_of(job, ev.origin.file.0 as usize);
@@ -125,7 +139,11 @@ fn resolve_by_file(job: &mut Job) {
         .map(|(k, (ranks, _))| (k, *ranks.iter().next().unwrap()))
         .collect();
     for file in &mut job.files {
-        let key = file.hints.process_dir.clone().unwrap_or_else(|| file.path.clone());
+        let key = file
+            .hints
+            .process_dir
+            .clone()
+            .unwrap_or_else(|| file.path.clone());
         file.multiplexed = !single.contains_key(&key);
     }
     for i in 0..job.events.len() {
@@ -139,23 +157,36 @@ fn resolve_by_file(job: &mut Job) {
 fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
     let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
     for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
-        ranks.insert(r, RankInfo { rank: r, ..Default::default() });
+        ranks.insert(
+            r,
+            RankInfo {
+                rank: r,
+                ..Default::default()
+            },
+        );
     }
     for ((host, pid), &rank) in by_pid {
-        let info = ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..Default::default() });
+        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
+            rank,
+            ..Default::default()
+        });
         info.host.get_or_insert_with(|| host.clone());
         info.pid.get_or_insert(*pid);
     }
     for ev in &job.events {
         let Some(rank) = ev.who.rank else { continue };
-        let info = ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..Default::default() });
+        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
+            rank,
+            ..Default::default()
+        });
         if info.host.is_none() {
             info.host = ev.who.host.as_deref().map(str::to_string);
         }
         if info.local_rank.is_none() {
             info.local_rank = ev.who.local_rank;
         }
-        let world_init = ev.kind == EventKind::NcclCommInit && ev.int("nranks").map(|n| n as u32) == job.world_size;
+        let world_init = ev.kind == EventKind::NcclCommInit
+            && ev.int("nranks").map(|n| n as u32) == job.world_size;
         if world_init {
             if info.gpu_bus_id.is_none() {
                 info.gpu_bus_id = ev.text_field("bus_id").map(str::to_string);

@@ -13,8 +13,18 @@ use super::{Event, FileInfo, Job};
 pub use deaths::ConsequenceRules;
 
 /// Builds the job model from the file table and all events in (file, line) order.
-pub fn build(root: String, files: Vec<FileInfo>, events: Vec<Event>, rules: &ConsequenceRules) -> Job {
-    let mut job = Job { root, files, events, ..Job::default() };
+pub fn build(
+    root: String,
+    files: Vec<FileInfo>,
+    events: Vec<Event>,
+    rules: &ConsequenceRules,
+) -> Job {
+    let mut job = Job {
+        root,
+        files,
+        events,
+        ..Job::default()
+    };
     identity::resolve(&mut job);
     network::collect(&mut job);
     collectives::collect(&mut job);

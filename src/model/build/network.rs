@@ -32,7 +32,12 @@ pub fn collect(job: &mut Job) {
                         add_addr(job, h, ip);
                     }
                 }
-                add_ib_devices(job, host.as_deref(), rank, ev.text_field("devices").unwrap_or(""));
+                add_ib_devices(
+                    job,
+                    host.as_deref(),
+                    rank,
+                    ev.text_field("devices").unwrap_or(""),
+                );
             }
             EventKind::NcclNetSocket => {
                 let Some(h) = host else { continue };
@@ -40,7 +45,9 @@ pub fn collect(job: &mut Job) {
                 for c in SOCKET_IFACE.captures_iter(&list) {
                     add_addr(job, &h, &c["addr"]);
                     let entry = job.hosts.entry(h.clone()).or_default();
-                    entry.socket_ifaces.insert(format!("{}:{}", &c["iface"], &c["addr"]));
+                    entry
+                        .socket_ifaces
+                        .insert(format!("{}:{}", &c["iface"], &c["addr"]));
                 }
             }
             EventKind::NcclChannel => add_link(job, i),
@@ -53,10 +60,14 @@ pub fn collect(job: &mut Job) {
                 }
             }
             EventKind::NcclEnvSetting => {
-                let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value")) else {
+                let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value"))
+                else {
                     continue;
                 };
-                let who = rank.map(|r| format!("rank {r}")).or(host).unwrap_or_else(|| "?".into());
+                let who = rank
+                    .map(|r| format!("rank {r}"))
+                    .or(host)
+                    .unwrap_or_else(|| "?".into());
                 job.env
                     .entry(name.to_string())
                     .or_default()
@@ -76,8 +87,14 @@ pub fn collect(job: &mut Job) {
 
 fn add_addr(job: &mut Job, host: &str, addr: &str) {
     let addr = addr.split('%').next().unwrap_or(addr);
-    job.hosts.entry(host.to_string()).or_default().ips.insert(addr.to_string());
-    job.addr_hosts.entry(addr.to_string()).or_insert_with(|| host.to_string());
+    job.hosts
+        .entry(host.to_string())
+        .or_default()
+        .ips
+        .insert(addr.to_string());
+    job.addr_hosts
+        .entry(addr.to_string())
+        .or_insert_with(|| host.to_string());
 }
 
 fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices: &str) {
@@ -86,8 +103,17 @@ fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices:
         let port = c["port"].parse().ok();
         listed.push((c["hca"].to_string(), port));
         if let Some(h) = host {
-            let nic = job.hosts.entry(h.to_string()).or_default().nics.entry(c["hca"].to_string()).or_default();
-            *nic = NicInfo { port, link_layer: Some(c["ll"].to_string()) };
+            let nic = job
+                .hosts
+                .entry(h.to_string())
+                .or_default()
+                .nics
+                .entry(c["hca"].to_string())
+                .or_default();
+            *nic = NicInfo {
+                port,
+                link_layer: Some(c["ll"].to_string()),
+            };
         }
     }
     if let Some(info) = rank.and_then(|r| job.ranks.get_mut(&r)) {
@@ -101,7 +127,9 @@ fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices:
 /// over the network; the HCA index belongs to the rank that logged the line.
 fn add_link(job: &mut Job, idx: usize) {
     let ev = &job.events[idx];
-    let (Some(src), Some(dst)) = (ev.int("src"), ev.int("dst")) else { return };
+    let (Some(src), Some(dst)) = (ev.int("src"), ev.int("dst")) else {
+        return;
+    };
     let (src, dst) = (src as u32, dst as u32);
     let logged_by = ev.who.rank.unwrap_or(match ev.text_field("dir") {
         Some("receive") => dst,
@@ -112,5 +140,11 @@ fn add_link(job: &mut Job, idx: usize) {
     if let (Some(d), Some(info)) = (net_dev, job.ranks.get_mut(&logged_by)) {
         info.net_devs_used.insert(d);
     }
-    job.links.insert(NetLink { src, dst, transport, net_dev, logged_by });
+    job.links.insert(NetLink {
+        src,
+        dst,
+        transport,
+        net_dev,
+        logged_by,
+    });
 }
