@@ -113,7 +113,7 @@ mod tests {
             h.support(Source::Nccl, 0.5, None, "victim names the peer");
         }
         assert_eq!(h.confidence(), 0.5);
-        h.support(Source::Kernel, 0.6, None, "link down");
+        h.support(Source::Launcher, 0.6, None, "the launcher saw the death");
         assert_eq!(h.confidence(), 0.8);
     }
 }

@@ -295,7 +295,7 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             let mut h = Hypothesis::new(CauseKind::ProcessCrash);
             h.host = Some(host.clone());
             h.value("reason", format!("its connections were closed: `{error}`"));
-            h.value("rank", "?");
+            h.value("who", format!("A process on {host}"));
             h
         });
         if h.support.len() < 6 {

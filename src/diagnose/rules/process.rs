@@ -76,6 +76,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .or_else(|| info.and_then(|i| i.host.clone()));
         h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
         h.value("rank", rank.to_string());
+        h.value("who", format!("Rank {rank}{}", h.host.as_ref().map_or(String::new(), |host| format!(" on {host}"))));
         h.value("reason", clip(&best_reason(deaths), 200));
         for d in deaths {
             let (source, weight) = death_weight(ctx, d);

@@ -1,0 +1,154 @@
+//! The command line as a user meets it: exit codes, files written, the
+//! terminal verdict, bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ncclpm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ncclpm")).args(args).output().expect("ncclpm runs")
+}
+
+fn sample(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("samples").join(name).display().to_string()
+}
+
+fn out_dir(dir: &tempfile::TempDir) -> (PathBuf, String) {
+    let out = dir.path().join("report");
+    let s = out.display().to_string();
+    (out, s)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn analyze_prints_the_verdict_and_writes_both_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", &sample("stalled-compute"), "-o", &out_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(text.contains("verdict: HANG"), "{text}");
+    assert!(text.contains("stuck rank(s): 6"), "{text}");
+    assert!(text.contains("ALLREDUCE seq 4218 pg 0"), "{text}");
+    assert!(text.contains("rank_stalled"), "{text}");
+    // Top evidence lines are cited as file:line.
+    assert!(text.lines().filter(|l| l.trim_start().starts_with("> ") && l.contains(".log:") || l.contains("nccl.node")).count() >= 1, "{text}");
+    assert!(out.join("report.json").is_file());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Content-Security-Policy"));
+    assert!(!html.contains("http://") && !html.contains("https://"), "the report must not reference the network");
+}
+
+#[test]
+fn json_only_and_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--json-only", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).is_empty());
+    assert!(out.join("report.json").is_file());
+    assert!(!out.join("report.html").exists());
+}
+
+#[test]
+fn fail_on_turns_a_matching_verdict_into_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", &sample("rank-crash"), "-o", &out_s, "--quiet", "--fail-on", "hang,crash"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--quiet", "--fail-on", "any"]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--fail-on", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_usage_and_missing_input_exit_2() {
+    assert_eq!(ncclpm(&[]).status.code(), Some(2));
+    assert_eq!(ncclpm(&["analyze"]).status.code(), Some(2));
+    let o = ncclpm(&["analyze", "/nonexistent/ncclpm-job"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/ncclpm-job"));
+}
+
+#[test]
+fn a_folder_with_nothing_readable_exits_2_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let (_, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::write(job.join("core.bin"), [0u8, 1, 2, 3, 0, 0, 0, 9].repeat(64)).unwrap();
+    let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no readable input") && err.contains("core.bin"), "{err}");
+}
+
+#[test]
+fn junk_next_to_good_logs_is_skipped_with_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(job.join("junk.dat"), [0u8, 0xff, 0, 7].repeat(1000)).unwrap();
+    std::fs::write(job.join("truncated.log.gz"), [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2]).unwrap();
+    std::fs::write(
+        job.join("rank0.log"),
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n",
+    )
+    .unwrap();
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s, "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let skipped = doc["skipped"].as_array().unwrap();
+    let files: Vec<&str> = skipped.iter().map(|s| s["file"].as_str().unwrap()).collect();
+    assert!(files.contains(&"junk.dat"), "{skipped:?}");
+    assert!(files.contains(&"truncated.log.gz"), "{skipped:?}");
+    assert!(skipped.iter().all(|s| !s["reason"].as_str().unwrap().is_empty()));
+    assert_eq!(doc["verdict"]["collective"]["seq"], 7);
+}
+
+#[test]
+fn log_text_is_escaped_in_the_html() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(
+        job.join("nccl.log"),
+        "node1:10:11 [0] misc/socket.cc:1 NCCL WARN socketProgress: Connection closed by remote peer node2<1234> </script><script>alert(1)</script>\"><img src=x onerror=alert(2)>\n",
+    )
+    .unwrap();
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s, "--quiet"]);
+    assert_eq!(o.status.code(), Some(0));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("&lt;script&gt;alert(1)") || html.contains("&#60;script&#62;alert(1)"),
+        "the hostile text should appear, escaped"
+    );
+    assert!(!html.contains("<script>alert"));
+    assert!(!html.contains("<img src=x"));
+    assert_eq!(html.matches("</script>").count(), 1, "only the data block closes a script element");
+}
+
+#[test]
+fn same_input_same_bytes_whatever_the_thread_count() {
+    let run = |threads: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let (out, out_s) = out_dir(&tmp);
+        let o = Command::new(env!("CARGO_BIN_EXE_ncclpm"))
+            .args(["analyze", &sample("rank-crash"), "-o", &out_s, "--quiet"])
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        (std::fs::read(out.join("report.json")).unwrap(), std::fs::read(out.join("report.html")).unwrap())
+    };
+    let one = run("1");
+    assert_eq!(one, run("2"));
+    assert_eq!(one, run("4"));
+}
