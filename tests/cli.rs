@@ -5,11 +5,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn ncclpm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ncclpm")).args(args).output().expect("ncclpm runs")
+    Command::new(env!("CARGO_BIN_EXE_ncclpm"))
+        .args(args)
+        .output()
+        .expect("ncclpm runs")
 }
 
 fn sample(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("samples").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn out_dir(dir: &tempfile::TempDir) -> (PathBuf, String) {
@@ -27,25 +34,47 @@ fn analyze_prints_the_verdict_and_writes_both_reports() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, out_s) = out_dir(&tmp);
     let o = ncclpm(&["analyze", &sample("stalled-compute"), "-o", &out_s]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let text = stdout(&o);
     assert!(text.contains("verdict: HANG"), "{text}");
     assert!(text.contains("stuck rank(s): 6"), "{text}");
     assert!(text.contains("ALLREDUCE seq 4218 pg 0"), "{text}");
     assert!(text.contains("rank_stalled"), "{text}");
     // Top evidence lines are cited as file:line.
-    assert!(text.lines().filter(|l| l.trim_start().starts_with("> ") && l.contains(".log:") || l.contains("nccl.node")).count() >= 1, "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("> ") && l.contains(".log:")
+                || l.contains("nccl.node"))
+            .count()
+            >= 1,
+        "{text}"
+    );
     assert!(out.join("report.json").is_file());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Content-Security-Policy"));
-    assert!(!html.contains("http://") && !html.contains("https://"), "the report must not reference the network");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the report must not reference the network"
+    );
 }
 
 #[test]
 fn json_only_and_quiet() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, out_s) = out_dir(&tmp);
-    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--json-only", "--quiet"]);
+    let o = ncclpm(&[
+        "analyze",
+        &sample("healthy"),
+        "-o",
+        &out_s,
+        "--json-only",
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).is_empty());
     assert!(out.join("report.json").is_file());
@@ -56,11 +85,34 @@ fn json_only_and_quiet() {
 fn fail_on_turns_a_matching_verdict_into_exit_1() {
     let tmp = tempfile::tempdir().unwrap();
     let (_, out_s) = out_dir(&tmp);
-    let o = ncclpm(&["analyze", &sample("rank-crash"), "-o", &out_s, "--quiet", "--fail-on", "hang,crash"]);
+    let o = ncclpm(&[
+        "analyze",
+        &sample("rank-crash"),
+        "-o",
+        &out_s,
+        "--quiet",
+        "--fail-on",
+        "hang,crash",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--quiet", "--fail-on", "any"]);
+    let o = ncclpm(&[
+        "analyze",
+        &sample("healthy"),
+        "-o",
+        &out_s,
+        "--quiet",
+        "--fail-on",
+        "any",
+    ]);
     assert_eq!(o.status.code(), Some(0));
-    let o = ncclpm(&["analyze", &sample("healthy"), "-o", &out_s, "--fail-on", "bogus"]);
+    let o = ncclpm(&[
+        "analyze",
+        &sample("healthy"),
+        "-o",
+        &out_s,
+        "--fail-on",
+        "bogus",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -85,7 +137,10 @@ fn a_folder_with_nothing_readable_exits_2_and_says_why() {
     let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no readable input") && err.contains("core.bin"), "{err}");
+    assert!(
+        err.contains("no readable input") && err.contains("core.bin"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -94,7 +149,11 @@ fn junk_next_to_good_logs_is_skipped_with_a_reason() {
     let job = tmp.path().join("job");
     std::fs::create_dir(&job).unwrap();
     std::fs::write(job.join("junk.dat"), [0u8, 0xff, 0, 7].repeat(1000)).unwrap();
-    std::fs::write(job.join("truncated.log.gz"), [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2]).unwrap();
+    std::fs::write(
+        job.join("truncated.log.gz"),
+        [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2],
+    )
+    .unwrap();
     std::fs::write(
         job.join("rank0.log"),
         "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n",
@@ -102,13 +161,26 @@ fn junk_next_to_good_logs_is_skipped_with_a_reason() {
     .unwrap();
     let (out, out_s) = out_dir(&tmp);
     let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s, "--quiet"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let skipped = doc["skipped"].as_array().unwrap();
-    let files: Vec<&str> = skipped.iter().map(|s| s["file"].as_str().unwrap()).collect();
+    let files: Vec<&str> = skipped
+        .iter()
+        .map(|s| s["file"].as_str().unwrap())
+        .collect();
     assert!(files.contains(&"junk.dat"), "{skipped:?}");
     assert!(files.contains(&"truncated.log.gz"), "{skipped:?}");
-    assert!(skipped.iter().all(|s| !s["reason"].as_str().unwrap().is_empty()));
+    assert!(
+        skipped
+            .iter()
+            .all(|s| !s["reason"].as_str().unwrap().is_empty())
+    );
     assert_eq!(doc["verdict"]["collective"]["seq"], 7);
 }
 
@@ -132,7 +204,11 @@ fn log_text_is_escaped_in_the_html() {
     );
     assert!(!html.contains("<script>alert"));
     assert!(!html.contains("<img src=x"));
-    assert_eq!(html.matches("</script>").count(), 1, "only the data block closes a script element");
+    assert_eq!(
+        html.matches("</script>").count(),
+        1,
+        "only the data block closes a script element"
+    );
 }
 
 #[test]
@@ -146,7 +222,10 @@ fn same_input_same_bytes_whatever_the_thread_count() {
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(0));
-        (std::fs::read(out.join("report.json")).unwrap(), std::fs::read(out.join("report.html")).unwrap())
+        (
+            std::fs::read(out.join("report.json")).unwrap(),
+            std::fs::read(out.join("report.html")).unwrap(),
+        )
     };
     let one = run("1");
     assert_eq!(one, run("2"));

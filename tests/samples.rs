@@ -48,7 +48,9 @@ fn check_case(name: &str) -> Vec<String> {
             let min = expected["min_confidence"].as_f64().unwrap_or(0.0);
             let conf = got["confidence"].as_f64().unwrap_or(0.0);
             if conf < min {
-                problems.push(format!("{name}: confidence {conf} below the expected minimum {min}"));
+                problems.push(format!(
+                    "{name}: confidence {conf} below the expected minimum {min}"
+                ));
             }
             if got["evidence"].as_array().is_none_or(|e| e.is_empty()) {
                 problems.push(format!("{name}: the cause cites no evidence"));
@@ -61,7 +63,10 @@ fn check_case(name: &str) -> Vec<String> {
 #[test]
 fn every_sample_gets_its_expected_verdict() {
     let cases = cases();
-    assert!(cases.len() >= 4, "samples/ should hold at least four jobs, found {cases:?}");
+    assert!(
+        cases.len() >= 4,
+        "samples/ should hold at least four jobs, found {cases:?}"
+    );
     let problems: Vec<String> = cases.iter().flat_map(|c| check_case(c)).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -70,7 +75,9 @@ fn every_sample_gets_its_expected_verdict() {
 fn every_sample_has_an_expected_verdict_file() {
     for case in cases() {
         assert!(
-            samples_dir().join(format!("{case}.expected.json")).is_file(),
+            samples_dir()
+                .join(format!("{case}.expected.json"))
+                .is_file(),
             "samples/{case}.expected.json is missing"
         );
     }

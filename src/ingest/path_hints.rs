@@ -57,11 +57,12 @@ pub fn hints_from_path(path: &str) -> PathHints {
 /// `…/attempt_0/3/stdout.log`: the folder `3` is local rank 3's own.
 fn read_torchrun_log_dir(hints: &mut PathHints, dirs: &[&str]) {
     let n = dirs.len();
-    if n >= 2 && dirs[n - 2].starts_with("attempt_") {
-        if let Ok(local) = dirs[n - 1].parse::<u32>() {
-            hints.local_rank = Some(local);
-            hints.process_dir = Some(dirs.join("/"));
-        }
+    if n >= 2
+        && dirs[n - 2].starts_with("attempt_")
+        && let Ok(local) = dirs[n - 1].parse::<u32>()
+    {
+        hints.local_rank = Some(local);
+        hints.process_dir = Some(dirs.join("/"));
     }
 }
 

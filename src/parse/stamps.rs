@@ -41,11 +41,11 @@ pub fn time(s: &[u8]) -> Option<(NaiveTime, usize)> {
     );
     let mut len = 8;
     let mut nanos = 0;
-    if matches!(s.get(8), Some(b'.' | b',')) {
-        if let Some((frac, n)) = fraction_nanos(&s[9..]) {
-            nanos = frac;
-            len = 9 + n;
-        }
+    if matches!(s.get(8), Some(b'.' | b','))
+        && let Some((frac, n)) = fraction_nanos(&s[9..])
+    {
+        nanos = frac;
+        len = 9 + n;
     }
     Some((time_of_day(h, m, sec, nanos)?, len))
 }

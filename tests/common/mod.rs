@@ -2,23 +2,36 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use ncclpm::analyze::{Analysis, Engine};
-use ncclpm::grammar::knowledge::Knowledge;
 use ncclpm::grammar::Grammar;
-use ncclpm::report::{json, ReportInput};
+use ncclpm::grammar::knowledge::Knowledge;
+use ncclpm::report::{ReportInput, json};
 
-pub fn engine() -> Engine {
-    Engine { grammar: Grammar::builtin().unwrap(), knowledge: Knowledge::builtin().unwrap() }
+/// One engine for all tests of a binary: compiling the grammars is the
+/// expensive part of a small analysis.
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine {
+        grammar: Grammar::builtin().unwrap(),
+        knowledge: Knowledge::builtin().unwrap(),
+    })
 }
 
 pub fn analyze(path: &Path) -> Analysis {
-    engine().analyze(path).unwrap_or_else(|e| panic!("analyze {}: {e}", path.display()))
+    engine()
+        .analyze(path)
+        .unwrap_or_else(|e| panic!("analyze {}: {e}", path.display()))
 }
 
 /// The report.json document of a job, parsed back.
 pub fn analyze_to_json(path: &Path) -> serde_json::Value {
     let a = analyze(path);
-    let input = ReportInput { job: &a.job, timeline: &a.timeline, diagnosis: &a.diagnosis };
+    let input = ReportInput {
+        job: &a.job,
+        timeline: &a.timeline,
+        diagnosis: &a.diagnosis,
+    };
     serde_json::from_str(&json::to_string(&json::document(&input))).unwrap()
 }

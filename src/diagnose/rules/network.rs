@@ -154,10 +154,10 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
 fn suspect_host(reports: &[Report]) -> Option<(String, BTreeSet<String>)> {
     let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in reports {
-        if let (Some(peer), Some(host)) = (&r.peer_host, &r.host) {
-            if peer != host {
-                named.entry(peer.clone()).or_default().insert(host.clone());
-            }
+        if let (Some(peer), Some(host)) = (&r.peer_host, &r.host)
+            && peer != host
+        {
+            named.entry(peer.clone()).or_default().insert(host.clone());
         }
     }
     let reporting: BTreeSet<&String> = reports.iter().filter_map(|r| r.host.as_ref()).collect();
@@ -201,11 +201,11 @@ fn locate_on_suspect(
             ends.insert(link.src);
         }
     }
-    if ends.is_empty() {
-        if let Some(hang) = hang {
-            let behind = hang.laggards.keys().chain(hang.silent.iter()).copied();
-            ends.extend(behind.filter(|&r| on_suspect(r)));
-        }
+    if ends.is_empty()
+        && let Some(hang) = hang
+    {
+        let behind = hang.laggards.keys().chain(hang.silent.iter()).copied();
+        ends.extend(behind.filter(|&r| on_suspect(r)));
     }
     let devices: Vec<(String, Option<u32>)> = ends
         .iter()
@@ -219,9 +219,11 @@ fn locate_on_suspect(
     h.ranks.extend(ends);
 }
 
+/// Where an async event happened: host, HCA, port, and whether it is a device fault.
+type Place = (Option<String>, Option<String>, Option<u32>, bool);
+
 fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
-    let mut by_place: BTreeMap<(Option<String>, Option<String>, Option<u32>, bool), Hypothesis> =
-        BTreeMap::new();
+    let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     for (idx, ev) in ctx.job.events.iter().enumerate() {
         if ev.kind != EventKind::IbAsyncEvent {
             continue;

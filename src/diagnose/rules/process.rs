@@ -76,7 +76,15 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .or_else(|| info.and_then(|i| i.host.clone()));
         h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
         h.value("rank", rank.to_string());
-        h.value("who", format!("Rank {rank}{}", h.host.as_ref().map_or(String::new(), |host| format!(" on {host}"))));
+        h.value(
+            "who",
+            format!(
+                "Rank {rank}{}",
+                h.host
+                    .as_ref()
+                    .map_or(String::new(), |host| format!(" on {host}"))
+            ),
+        );
         h.value("reason", clip(&best_reason(deaths), 200));
         for d in deaths {
             let (source, weight) = death_weight(ctx, d);
@@ -94,10 +102,10 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
         // A later death is less likely the first cause.
         let first = crashes.first_time.get(rank).copied().flatten();
-        if let (Some(t), Some(e)) = (first, earliest) {
-            if t > e {
-                h.support.iter_mut().for_each(|s| s.weight *= 0.6);
-            }
+        if let (Some(t), Some(e)) = (first, earliest)
+            && t > e
+        {
+            h.support.iter_mut().for_each(|s| s.weight *= 0.6);
         }
         add_peer_reports(ctx, &mut h);
         out.push(h);

@@ -115,7 +115,7 @@ fn tasks_are_ranks(job: &Job) -> bool {
 /// rank, and whose NCCL lines all come from one process, gives that rank to
 /// its remaining lines.
 fn resolve_by_file(job: &mut Job) {
-    let mut groups: BTreeMap<String, (BTreeSet<u32>, BTreeSet<(String, u32)>)> = BTreeMap::new();
+    let mut groups: BTreeMap<String, (BTreeSet<u32>, BTreeSet<HostPid>)> = BTreeMap::new();
     let group_of = |job: &Job, file: usize| -> String {
         let f = &job.files[file];
         f.hints

@@ -27,10 +27,10 @@ pub fn collect(job: &mut Job) {
             }
             EventKind::NcclNetIb => {
                 let ev = ev.clone();
-                if let Some(h) = host.as_deref() {
-                    if let Some(ip) = ev.text_field("oob_ip") {
-                        add_addr(job, h, ip);
-                    }
+                if let Some(h) = host.as_deref()
+                    && let Some(ip) = ev.text_field("oob_ip")
+                {
+                    add_addr(job, h, ip);
                 }
                 add_ib_devices(
                     job,
@@ -116,10 +116,10 @@ fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices:
             };
         }
     }
-    if let Some(info) = rank.and_then(|r| job.ranks.get_mut(&r)) {
-        if info.nics_listed.is_empty() {
-            info.nics_listed = listed;
-        }
+    if let Some(info) = rank.and_then(|r| job.ranks.get_mut(&r))
+        && info.nics_listed.is_empty()
+    {
+        info.nics_listed = listed;
     }
 }
 
