@@ -25,6 +25,8 @@ pub struct Hang {
     pub no_logs: BTreeSet<u32>,
     /// Sizes seen per rank at the hung sequence number (numel_in).
     pub sizes: BTreeMap<u32, (Option<String>, Option<i64>)>,
+    /// Timeouts whose rank is unknown (a pasted line without prefixes).
+    pub anonymous_timeouts: usize,
     pub evidence: Vec<EventIdx>,
 }
 
@@ -85,7 +87,13 @@ pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option
 /// id and sequence number. A group without sequence numbers still counts.
 fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
     let mut votes: BTreeMap<(String, Option<i64>), usize> = BTreeMap::new();
-    for ((pg, _), st) in &job.pg_states {
+    let anonymous = job.anonymous_pg_states.iter().map(|((pg, _), st)| (pg, st));
+    for (pg, st) in job
+        .pg_states
+        .iter()
+        .map(|((pg, _), st)| (pg, st))
+        .chain(anonymous)
+    {
         if st.timed_out || st.failed_seq.is_some() {
             *votes.entry((pg.clone(), st.failed_seq)).or_default() += 1;
         }

@@ -16,6 +16,7 @@ const KNOWLEDGE: &str = include_str!("../../grammars/knowledge.toml");
 struct KnowledgeFile {
     cause: Vec<CauseSpec>,
     consequences: ConsequenceSpec,
+    gpu_error: Vec<GpuErrorSpec>,
     ibv_wc_status: Vec<CodeSpec>,
     nccl_result: Vec<CodeSpec>,
 }
@@ -34,6 +35,13 @@ struct CauseSpec {
 struct ConsequenceSpec {
     exception_types: Vec<String>,
     message_markers: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuErrorSpec {
+    text: String,
+    weight: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,6 +71,8 @@ pub struct CodeText {
 pub struct Knowledge {
     causes: BTreeMap<CauseKind, CauseText>,
     pub consequences: ConsequenceRules,
+    /// CUDA error texts that mean a GPU hardware fault, with their weight.
+    gpu_errors: Vec<(String, f64)>,
     ibv_wc_status: BTreeMap<i64, CodeText>,
     nccl_result: BTreeMap<i64, CodeText>,
 }
@@ -119,6 +129,11 @@ impl Knowledge {
                 exception_types: raw.consequences.exception_types,
                 message_markers: raw.consequences.message_markers,
             },
+            gpu_errors: raw
+                .gpu_error
+                .into_iter()
+                .map(|g| (g.text, g.weight))
+                .collect(),
             ibv_wc_status: table(raw.ibv_wc_status),
             nccl_result: table(raw.nccl_result),
         })
@@ -126,6 +141,16 @@ impl Knowledge {
 
     pub fn cause(&self, kind: CauseKind) -> &CauseText {
         &self.causes[&kind]
+    }
+
+    /// How strongly a CUDA error text points at the GPU hardware (0 = not at all).
+    pub fn gpu_error_weight(&self, text: &str) -> f64 {
+        let lower = text.to_ascii_lowercase();
+        self.gpu_errors
+            .iter()
+            .filter(|(t, _)| lower.contains(&t.to_ascii_lowercase()))
+            .map(|(_, w)| *w)
+            .fold(0.0, f64::max)
     }
 
     pub fn wc_status(&self, code: i64) -> Option<&CodeText> {

@@ -168,6 +168,9 @@ pub struct Job {
     pub env: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
     /// (process group id, rank) → that rank's view of the group.
     pub pg_states: BTreeMap<(String, u32), PgRankState>,
+    /// Watchdog reports no rank could be attributed to, by (group, file):
+    /// they still say which collective hung.
+    pub anonymous_pg_states: BTreeMap<(String, FileId), PgRankState>,
     pub deaths: Vec<Death>,
     pub links: BTreeSet<NetLink>,
     /// Files not read, or read only in part, and why.

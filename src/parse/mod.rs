@@ -3,6 +3,7 @@
 
 pub mod frame;
 pub mod nccl;
+pub mod paste;
 pub mod scan;
 pub mod selftest;
 pub mod stamps;

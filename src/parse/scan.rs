@@ -15,6 +15,7 @@ use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, sniff};
 use crate::model::{Event, Origin, Who};
 
 use super::frame::frame;
+use super::paste::unpaste;
 
 /// Evidence text is capped so one pathological line cannot bloat the report.
 const MAX_EVIDENCE_CHARS: usize = 2000;
@@ -157,9 +158,13 @@ impl<'a> Scanner<'a> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.candidates.sort_unstable();
         self.candidates.dedup();
-        let framed = frame(line, &self.profile.launcher);
-        let body_start = line.len() - framed.body.len();
-        let Some(m) = self.grammar.match_line(&self.candidates, line, body_start) else {
+        let clean = unpaste(line);
+        let framed = frame(&clean, &self.profile.launcher);
+        let body_start = clean.len() - framed.body.len();
+        let Some(m) = self
+            .grammar
+            .match_line(&self.candidates, &clean, body_start)
+        else {
             return;
         };
         let mut who = framed.who;

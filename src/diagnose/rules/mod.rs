@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod gpu;
 mod network;
 mod process;
 mod setup;
@@ -26,6 +27,7 @@ pub struct Ctx<'a> {
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(process::hypotheses(ctx));
+    out.extend(gpu::hypotheses(ctx));
     out.extend(network::hypotheses(ctx, hang));
     out.extend(setup::hypotheses(ctx));
     out.extend(application::hypotheses(ctx, hang));

@@ -9,19 +9,31 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Event, EventKind, Job, PgRankState};
+use crate::model::{Event, EventKind, FileId, Job, PgRankState};
+
+/// Who a report belongs to: a rank, or (unattributed) the file it is in.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Owner {
+    Rank(u32),
+    File(FileId),
+}
 
 pub fn collect(job: &mut Job) {
     let pg_of = pg_by_rank_and_seq(&job.events);
-    let mut states: BTreeMap<(String, u32), PgRankState> = BTreeMap::new();
+    let mut states: BTreeMap<(String, Owner), PgRankState> = BTreeMap::new();
     for (idx, ev) in job.events.iter().enumerate() {
-        let Some(rank) = ev.who.rank else { continue };
+        let rank = match ev.who.rank {
+            Some(r) => Owner::Rank(r),
+            None => Owner::File(ev.origin.file),
+        };
+        let lookup = |s: i64| match rank {
+            Owner::Rank(r) => pg_of.get(&(r, s)).cloned(),
+            Owner::File(_) => None,
+        };
         match ev.kind {
             EventKind::WatchdogTimeout => {
                 let seq = ev.int("seq");
-                let pg = seq
-                    .and_then(|s| pg_of.get(&(rank, s)).cloned())
-                    .unwrap_or_else(|| "0".into());
+                let pg = seq.and_then(lookup).unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
                 st.timed_out = true;
                 record_work(st, ev);
@@ -30,7 +42,7 @@ pub fn collect(job: &mut Job) {
             EventKind::WatchdogException if ev.int("seq").is_some() => {
                 let seq = ev.int("seq");
                 let pg = pg_field(ev)
-                    .or_else(|| seq.and_then(|s| pg_of.get(&(rank, s)).cloned()))
+                    .or_else(|| seq.and_then(lookup))
                     .unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
                 st.timed_out |= ev
@@ -58,7 +70,16 @@ pub fn collect(job: &mut Job) {
             st.last_enqueued = max_opt(st.last_enqueued, Some(seq));
         }
     }
-    job.pg_states = states;
+    for ((pg, owner), st) in states {
+        match owner {
+            Owner::Rank(r) => {
+                job.pg_states.insert((pg, r), st);
+            }
+            Owner::File(f) => {
+                job.anonymous_pg_states.insert((pg, f), st);
+            }
+        }
+    }
 }
 
 fn record_work(st: &mut PgRankState, ev: &Event) {

@@ -93,7 +93,9 @@ fn worker_failed(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
                 && ((pid.is_some() && r.pid == pid)
                     || (host.is_some() && local.is_some() && r.local_rank == local))
         })
-        .map(|r| r.rank);
+        .map(|r| r.rank)
+        // One node and nothing else to go by: local ranks are global ranks.
+        .or(local.filter(|_| job.hosts.len() <= 1 && host_count_from_agents(job) <= 1));
     let mut d = death(
         ev,
         idx,
@@ -109,6 +111,17 @@ fn worker_failed(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
         .map(str::to_string);
     d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
     Some(d)
+}
+
+/// How many distinct hosts the torchrun agents' lines come from.
+fn host_count_from_agents(job: &Job) -> usize {
+    let hosts: std::collections::BTreeSet<_> = job
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WorkerFailed | EventKind::ClosingSignal))
+        .map(|e| e.who.host.as_deref())
+        .collect();
+    hosts.len()
 }
 
 fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Option<Death> {
@@ -275,6 +288,8 @@ fn exit_kind(code: Option<i64>) -> DeathKind {
 
 fn exit_reason(who: &str, code: Option<i64>) -> String {
     match code {
+        // SIGKILL from nowhere in the logs is most often the kernel's OOM killer.
+        Some(-9) => format!("{who} killed by signal 9 (SIGKILL, often the kernel's OOM killer)"),
         Some(c) if c < 0 => format!(
             "{who} killed by signal {} ({})",
             -c,

@@ -35,6 +35,7 @@ pub fn resolve(job: &mut Job) {
             });
     }
     resolve_by_file(job);
+    resolve_by_default_group_rank(job);
     build_rank_infos(job, &by_pid);
 }
 
@@ -151,6 +152,23 @@ fn resolve_by_file(job: &mut Job) {
             let key = group_of(job, job.events[i].origin.file.0 as usize);
             job.events[i].who.rank = single.get(&key).copied();
         }
+    }
+}
+
+/// Last resort: a rank inside the default group's message prefix (`[PG 0 …
+/// Rank 3]`, or the work-level `[Rank 3]`, which PyTorch prints for the
+/// first group created: the default one) is the global rank.
+fn resolve_by_default_group_rank(job: &mut Job) {
+    for ev in &mut job.events {
+        if ev.who.rank.is_some() {
+            continue;
+        }
+        let pg_rank = ev
+            .int("pg_rank")
+            .filter(|_| ev.text_field("pg") == Some("0"));
+        ev.who.rank = pg_rank
+            .or_else(|| ev.int("rank_in_pg"))
+            .and_then(|r| u32::try_from(r).ok());
     }
 }
 

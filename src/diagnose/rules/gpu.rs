@@ -1,0 +1,55 @@
+//! GPU faults: CUDA errors whose text means the hardware failed (uncorrectable
+//! ECC, a GPU that fell off the bus), placed on the reporting rank's GPU.
+
+use std::collections::BTreeMap;
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, Event, EventKind};
+
+use super::Ctx;
+
+pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let mut by_rank: BTreeMap<Option<u32>, Hypothesis> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events.iter().enumerate() {
+        let Some(error) = cuda_error_text(ev) else {
+            continue;
+        };
+        let weight = ctx.kb.gpu_error_weight(error);
+        if weight == 0.0 {
+            continue;
+        }
+        let rank = ev.who.rank;
+        let h = by_rank.entry(rank).or_insert_with(|| {
+            let mut h = Hypothesis::new(CauseKind::GpuFault);
+            let info = rank.and_then(|r| ctx.job.ranks.get(&r));
+            h.host = info
+                .and_then(|i| i.host.clone())
+                .or_else(|| ev.who.host.as_deref().map(str::to_string));
+            h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+            h.ranks.extend(rank);
+            h.value("detail", format!("CUDA error: {error}"));
+            h
+        });
+        if h.support.len() < 6 {
+            h.support(
+                Source::Torch,
+                weight,
+                Some(idx),
+                format!("the GPU reported a hardware error: {error}"),
+            );
+        }
+    }
+    by_rank.into_values().collect()
+}
+
+/// The CUDA error an event reports, if any.
+fn cuda_error_text(ev: &Event) -> Option<&str> {
+    match ev.kind {
+        EventKind::WatchdogException => ev.text_field("cuda_error"),
+        EventKind::CudaFailure => ev.text_field("error").or(ev.text_field("error2")),
+        EventKind::PythonException => ev
+            .text_field("message")
+            .and_then(|m| m.split_once("CUDA error: ").map(|(_, e)| e)),
+        _ => None,
+    }
+}
