@@ -27,11 +27,11 @@ fn strip_autolinks(line: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(line.len());
     let mut i = 0;
     while i < line.len() {
-        if line[i] == b'[' {
-            if let Some(len) = autolink_at(&line[i..], &mut out) {
-                i += len;
-                continue;
-            }
+        if line[i] == b'['
+            && let Some(len) = autolink_at(&line[i..], &mut out)
+        {
+            i += len;
+            continue;
         }
         out.push(line[i]);
         i += 1;
