@@ -231,3 +231,99 @@ fn same_input_same_bytes_whatever_the_thread_count() {
     assert_eq!(one, run("2"));
     assert_eq!(one, run("4"));
 }
+
+#[test]
+fn user_grammars_are_checked_and_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(
+        job.join("train.log"),
+        "inhouse-fabric: port swp7 on leaf12 flapped 3 times\n",
+    )
+    .unwrap();
+    let grammar = tmp.path().join("inhouse.toml");
+    let spec = |expected: u32| {
+        format!(
+            r#"source = "inhouse"
+[[pattern]]
+id = "inhouse.port_flap"
+event = "ib_async_event"
+literals = ["inhouse-fabric:"]
+regex = 'inhouse-fabric: port (?P<port_name>\S+) on (?P<switch>\S+) flapped (?P<count>\d+) times'
+fields = {{ count = "int" }}
+set = {{ event = "port error" }}
+[[pattern.samples]]
+line = "inhouse-fabric: port swp1 on leaf1 flapped {expected} times"
+fields = {{ port_name = "swp1", switch = "leaf1", count = 2, event = "port error" }}
+"#
+        )
+    };
+    let (out, out_s) = out_dir(&tmp);
+    std::fs::write(&grammar, spec(2)).unwrap();
+    let g = grammar.to_str().unwrap();
+    let o = ncclpm(&[
+        "analyze",
+        job.to_str().unwrap(),
+        "-o",
+        &out_s,
+        "--quiet",
+        "--grammar",
+        g,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "link_flap", "{doc}");
+    assert_eq!(cause["evidence"][0]["line"], 1);
+    // A sample that does not yield its declared fields stops the run.
+    std::fs::write(&grammar, spec(5)).unwrap();
+    let o = ncclpm(&[
+        "analyze",
+        job.to_str().unwrap(),
+        "-o",
+        &out_s,
+        "--grammar",
+        g,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("inhouse.port_flap"));
+}
+
+#[test]
+fn a_hundred_megabyte_line_is_cut_not_buffered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let mut text = Vec::with_capacity(101 << 20);
+    text.extend_from_slice(b"node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n");
+    text.extend(std::iter::repeat_n(b'x', 100 << 20));
+    text.extend_from_slice(b"\nnode1:1:1 [0] misc/socket.cc:1 NCCL WARN socketProgress: Connection closed by remote peer node2<1>\n");
+    std::fs::write(job.join("big.log"), &text).unwrap();
+    drop(text);
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", job.to_str().unwrap(), "-o", &out_s, "--quiet"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        doc["input_health"][0]["truncated_lines"], 1,
+        "{}",
+        doc["input_health"]
+    );
+    assert_eq!(
+        doc["verdict"]["evidence"][0]["line"], 3,
+        "line numbers stay right after the long line"
+    );
+}
