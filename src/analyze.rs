@@ -8,7 +8,7 @@ use crate::diagnose::{Diagnosis, diagnose};
 use crate::grammar::Grammar;
 use crate::grammar::knowledge::Knowledge;
 use crate::ingest::{IngestError, InputFile, discover};
-use crate::model::{Event, FileInfo, Job, Skipped, build::build};
+use crate::model::{Event, FileInfo, Job, Skipped, SysRecord, build::build};
 use crate::parse::{FileParse, parse_file};
 use crate::timeline::Timeline;
 
@@ -43,10 +43,10 @@ impl Engine {
             .par_iter()
             .map(|f| parse_file(f, &self.grammar))
             .collect();
-        let (files, events, mut skipped) = collect_parses(&found.files, parsed);
+        let (files, events, records, mut skipped) = collect_parses(&found.files, parsed);
         skipped.extend(found.skipped);
         skipped.sort();
-        if files.iter().all(|f| f.lines == 0) {
+        if files.iter().all(|f| f.lines == 0) && records.is_empty() {
             return Err(AnalyzeError::NoReadableInput {
                 path: path.to_path_buf(),
                 detail: describe_skips(&skipped),
@@ -69,13 +69,15 @@ impl Engine {
     }
 }
 
-/// The file table, all events in (file, line) order, and the files skipped.
-fn collect_parses(
-    inputs: &[InputFile],
-    parsed: Vec<FileParse>,
-) -> (Vec<FileInfo>, Vec<Event>, Vec<Skipped>) {
+/// Everything the files yielded, in file order.
+type Collected = (Vec<FileInfo>, Vec<Event>, Vec<SysRecord>, Vec<Skipped>);
+
+/// The file table, all events in (file, line) order, the table records, and
+/// the files skipped.
+fn collect_parses(inputs: &[InputFile], parsed: Vec<FileParse>) -> Collected {
     let mut files = Vec::with_capacity(inputs.len());
     let mut events = Vec::new();
+    let mut records = Vec::new();
     let mut skipped = Vec::new();
     for (input, p) in inputs.iter().zip(parsed) {
         if let Some(reason) = p.skipped {
@@ -102,8 +104,9 @@ fn collect_parses(
             multiplexed: false,
         });
         events.extend(p.events);
+        records.extend(p.records);
     }
-    (files, events, skipped)
+    (files, events, records, skipped)
 }
 
 fn describe_skips(skipped: &[Skipped]) -> String {

@@ -7,11 +7,12 @@ pub mod lines;
 pub mod open;
 pub mod path_hints;
 pub mod sniff;
+pub mod sniff_tables;
 
 pub use discover::{Discovery, InputFile, discover};
 pub use lines::{ChunkReader, LineStats};
 pub use path_hints::PathHints;
-pub use sniff::{FileKind, FileProfile};
+pub use sniff::{FileKind, FileProfile, TableKind};
 
 pub use crate::model::Skipped;
 

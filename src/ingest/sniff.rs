@@ -12,6 +12,8 @@ const SNIFF_LINES: usize = 400;
 pub enum FileKind {
     /// Line-oriented text: application, launcher or kernel log.
     Log,
+    /// A table or dump read as a whole (counters, snapshots, Flight Recorder).
+    Table(TableKind),
     Empty,
     /// Not text; `why` says what it looks like.
     Binary {
@@ -32,6 +34,25 @@ impl FileProfile {
             launcher: LauncherStyle::default(),
         }
     }
+}
+
+/// Files read as a whole by `parse::tables`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    /// sysfs `counters/` / `hw_counters/`, as `path:value` or `name value`.
+    SysfsCounters,
+    Perfquery,
+    EthtoolStats,
+    RdmaStatistic,
+    Ibstat,
+    Ibstatus,
+    IbvDevinfo,
+    ShowGids,
+    Mlxlink,
+    /// PyTorch Flight Recorder dump (pickle, the default).
+    FlightRecorderPickle,
+    /// Flight Recorder dump in its JSON form.
+    FlightRecorderJson,
 }
 
 /// Sniffs a file from its head.

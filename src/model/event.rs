@@ -214,6 +214,35 @@ event_kinds! {
     PythonException => "python_exception",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
+    // kernel log (dmesg, journalctl -k, syslog)
+    /// A kernel boot (the `Linux version` banner): uptime stamps restart.
+    KernelBoot => "kernel_boot",
+    /// A line tying a PCI address to a NIC name (mlx5_N, netdev) or a GPU.
+    KernelDeviceMap => "kernel_device_map",
+    /// mlx5 netdev `Link up` / `Link down`.
+    KernelNicLink => "kernel_nic_link",
+    /// ib_core `Port: N Link DOWN|ACTIVE|…`.
+    KernelIbPortState => "kernel_ib_port_state",
+    /// Transceiver (module) plugged, unplugged or in error.
+    KernelNicModule => "kernel_nic_module",
+    /// mlx5 firmware command failure or timeout.
+    KernelNicCmdError => "kernel_nic_cmd_error",
+    /// mlx5 health: fatal errors, health buffer, resets and recovery.
+    KernelNicHealth => "kernel_nic_health",
+    /// NETDEV WATCHDOG / mlx5e TX timeouts.
+    KernelNicTxTimeout => "kernel_nic_tx_timeout",
+    /// Completion-queue error syndromes.
+    KernelCqeError => "kernel_cqe_error",
+    /// PCIe Advanced Error Reporting.
+    KernelPcieAer => "kernel_pcie_aer",
+    /// NVIDIA `NVRM: Xid (PCI:…): N, …`.
+    KernelGpuXid => "kernel_gpu_xid",
+    /// A GPU fell off the bus or was lost without an Xid.
+    KernelGpuLost => "kernel_gpu_lost",
+    /// The OOM killer killed a process.
+    KernelOomKill => "kernel_oom_kill",
+    /// A process segfaulted (kernel `segfault at` line).
+    KernelSegfault => "kernel_segfault",
 }
 
 impl EventKind {

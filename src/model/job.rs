@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::{Event, FileId, RawTime};
+use super::{CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
 
 /// Index into `Job::events`.
 pub type EventIdx = usize;
@@ -175,6 +175,14 @@ pub struct Job {
     pub links: BTreeSet<NetLink>,
     /// Files not read, or read only in part, and why.
     pub skipped: Vec<Skipped>,
+    /// Counter readings from every dump, before and after.
+    pub counters: Vec<CounterReading>,
+    /// Port states from fabric snapshots.
+    pub ports: Vec<PortSnapshot>,
+    /// GID tables from snapshots.
+    pub gids: Vec<GidEntry>,
+    /// Flight Recorder dumps, one per rank.
+    pub flight: Vec<FlightDump>,
 }
 
 impl Job {

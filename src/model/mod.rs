@@ -5,6 +5,7 @@ pub mod build;
 pub mod cause;
 pub mod event;
 pub mod job;
+pub mod sys;
 pub mod time;
 
 pub use cause::CauseKind;
@@ -12,5 +13,9 @@ pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PgRankState,
     RankInfo, Skipped,
+};
+pub use sys::{
+    CounterReading, CounterSource, FlightDump, FlightEntry, GidEntry, Phase, PortSnapshot,
+    SysRecord,
 };
 pub use time::RawTime;

@@ -7,6 +7,7 @@ pub mod paste;
 pub mod scan;
 pub mod selftest;
 pub mod stamps;
+pub mod tables;
 pub mod torch;
 
 pub use scan::{FileParse, parse_file, parse_stream};

@@ -11,11 +11,12 @@ use crate::grammar::{Grammar, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
-use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, sniff};
-use crate::model::{Event, Origin, Who};
+use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
+use crate::model::{Event, Origin, SysRecord, Who};
 
 use super::frame::frame;
 use super::paste::unpaste;
+use super::tables::{MAX_TABLE_BYTES, parse_table};
 
 /// Evidence text is capped so one pathological line cannot bloat the report.
 const MAX_EVIDENCE_CHARS: usize = 2000;
@@ -33,6 +34,8 @@ pub struct FileParse {
     /// Why reading stopped early (truncated archive, I/O error); the events up
     /// to that point are kept.
     pub partial: Option<String>,
+    /// Facts from table files (counters, snapshots, Flight Recorder).
+    pub records: Vec<SysRecord>,
 }
 
 /// Parses one input file with `grammar`.
@@ -64,6 +67,7 @@ pub fn parse_stream(mut stream: impl Read, file: &InputFile, grammar: &Grammar) 
     let profile = sniff(&head);
     match profile.kind {
         FileKind::Log => {}
+        FileKind::Table(kind) => return parse_whole_table(kind, head, stream, file),
         FileKind::Empty => {
             return FileParse {
                 skipped: Some("empty file".into()),
@@ -94,6 +98,40 @@ pub fn parse_stream(mut stream: impl Read, file: &InputFile, grammar: &Grammar) 
     }
     scanner.out.stats = reader.stats();
     scanner.out
+}
+
+/// Reads a table file whole (capped) and hands it to its parser.
+fn parse_whole_table(
+    kind: TableKind,
+    mut data: Vec<u8>,
+    stream: impl Read,
+    file: &InputFile,
+) -> FileParse {
+    let mut out = FileParse::default();
+    let limit = MAX_TABLE_BYTES.saturating_sub(data.len() as u64);
+    if let Err(e) = stream.take(limit + 1).read_to_end(&mut data) {
+        out.partial = Some(format!("reading stopped: {e}"));
+    }
+    if data.len() as u64 > MAX_TABLE_BYTES {
+        out.skipped = Some(format!(
+            "{kind:?} file larger than {} MiB",
+            MAX_TABLE_BYTES >> 20
+        ));
+        return out;
+    }
+    out.stats.bytes = data.len() as u64;
+    out.stats.lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+    let table = parse_table(kind, &data, file);
+    out.matched_lines = table.records.len() as u64;
+    out.records = table.records;
+    if let Some(e) = table.error {
+        if out.records.is_empty() {
+            out.skipped = Some(e);
+        } else {
+            out.partial = Some(e);
+        }
+    }
+    out
 }
 
 struct Scanner<'a> {

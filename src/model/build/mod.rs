@@ -8,7 +8,7 @@ mod deaths;
 mod identity;
 mod network;
 
-use super::{Event, FileInfo, Job};
+use super::{Event, FileInfo, Job, SysRecord};
 
 pub use deaths::ConsequenceRules;
 
@@ -30,6 +30,18 @@ pub fn build(
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
     job
+}
+
+/// Files the table parsers read, into the job's tables.
+fn sort_records(job: &mut Job, records: Vec<SysRecord>) {
+    for r in records {
+        match r {
+            SysRecord::Counter(c) => job.counters.push(c),
+            SysRecord::Port(p) => job.ports.push(p),
+            SysRecord::Gid(g) => job.gids.push(g),
+            SysRecord::Flight(f) => job.flight.push(f),
+        }
+    }
 }
 
 /// The short host name NCCL would print for a name that may be a FQDN.
