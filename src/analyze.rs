@@ -56,6 +56,7 @@ impl Engine {
             display_root(path),
             files,
             events,
+            records,
             &self.knowledge.consequences,
         );
         job.skipped = skipped;

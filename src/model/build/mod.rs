@@ -17,6 +17,7 @@ pub fn build(
     root: String,
     files: Vec<FileInfo>,
     events: Vec<Event>,
+    records: Vec<SysRecord>,
     rules: &ConsequenceRules,
 ) -> Job {
     let mut job = Job {
@@ -25,6 +26,7 @@ pub fn build(
         events,
         ..Job::default()
     };
+    sort_records(&mut job, records);
     identity::resolve(&mut job);
     network::collect(&mut job);
     collectives::collect(&mut job);
