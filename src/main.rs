@@ -15,8 +15,11 @@ use clap::{Parser, Subcommand};
 use ncclpm::analyze::{AnalyzeError, Engine};
 use ncclpm::grammar::knowledge::Knowledge;
 use ncclpm::grammar::{Grammar, read_user_grammars};
+use ncclpm::ingest::discover;
+use ncclpm::parse::lint::Linter;
 use ncclpm::parse::selftest::check_samples;
 use ncclpm::report::{ReportInput, terminal, write_reports};
+use rayon::prelude::*;
 
 #[derive(Parser)]
 #[command(
@@ -33,6 +36,18 @@ struct Cli {
 enum Command {
     /// Analyse one job: a folder of logs or a single log file.
     Analyze(AnalyzeArgs),
+    /// List lines that look like NCCL / ProcessGroupNCCL / elastic messages
+    /// but that no grammar pattern recognises (grammar coverage).
+    LintLogs(LintArgs),
+}
+
+#[derive(clap::Args)]
+struct LintArgs {
+    /// A job folder or one log file.
+    path: PathBuf,
+    /// Extra grammar file(s), as for `analyze`.
+    #[arg(long = "grammar", value_name = "FILE")]
+    grammars: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -70,6 +85,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Analyze(args) => analyze(args),
+        Command::LintLogs(args) => lint_logs(args),
     };
     match result {
         Ok(code) => code,
@@ -130,6 +146,38 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn lint_logs(args: LintArgs) -> Result<ExitCode> {
+    let engine = engine(&args.grammars)?;
+    let linter = Linter::new(
+        &engine.grammar,
+        &engine.knowledge.lint_markers,
+        &engine.knowledge.lint_ignore_prefixes,
+    );
+    let found =
+        discover(&args.path).with_context(|| format!("cannot read {}", args.path.display()))?;
+    let results: Vec<_> = found
+        .files
+        .par_iter()
+        .map(|f| (f, linter.lint_file(f)))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let (mut gaps, mut files) = (0usize, 0usize);
+    for (file, result) in results {
+        match result {
+            Ok(found) => {
+                files += usize::from(!found.is_empty());
+                gaps += found.len();
+                for g in found {
+                    writeln!(out, "{}:{}: {}", file.display, g.line, g.text)?;
+                }
+            }
+            Err(e) => eprintln!("ncclpm: skipped {}: {e}", file.display),
+        }
+    }
+    writeln!(out, "{gaps} unrecognised line(s) in {files} file(s)")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn engine(user_grammars: &[PathBuf]) -> Result<Engine> {

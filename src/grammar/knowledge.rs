@@ -15,6 +15,7 @@ const KNOWLEDGE: &str = include_str!("../../grammars/knowledge.toml");
 #[serde(deny_unknown_fields)]
 struct KnowledgeFile {
     cause: Vec<CauseSpec>,
+    lint: LintSpec,
     consequences: ConsequenceSpec,
     gpu_error: Vec<GpuErrorSpec>,
     ibv_wc_status: Vec<CodeSpec>,
@@ -28,6 +29,13 @@ struct CauseSpec {
     title: String,
     summary: String,
     remedy: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LintSpec {
+    markers: Vec<String>,
+    ignore_prefixes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,6 +79,10 @@ pub struct CodeText {
 pub struct Knowledge {
     causes: BTreeMap<CauseKind, CauseText>,
     pub consequences: ConsequenceRules,
+    /// Substrings that make a line worth a grammar pattern (`lint-logs`).
+    pub lint_markers: Vec<String>,
+    /// Message starts that `lint-logs` does not count (stack frames).
+    pub lint_ignore_prefixes: Vec<String>,
     /// CUDA error texts that mean a GPU hardware fault, with their weight.
     gpu_errors: Vec<(String, f64)>,
     ibv_wc_status: BTreeMap<i64, CodeText>,
@@ -129,6 +141,8 @@ impl Knowledge {
                 exception_types: raw.consequences.exception_types,
                 message_markers: raw.consequences.message_markers,
             },
+            lint_markers: raw.lint.markers,
+            lint_ignore_prefixes: raw.lint.ignore_prefixes,
             gpu_errors: raw
                 .gpu_error
                 .into_iter()

@@ -80,6 +80,11 @@ fn sniff_kind(head: &[u8]) -> FileKind {
             why: "zip archive, not yet read",
         };
     }
+    if is_json_document(head) {
+        return FileKind::Binary {
+            why: "a JSON document, not a log",
+        };
+    }
     let sample = &head[..head.len().min(8192)];
     let nul = sample.iter().filter(|&&b| b == 0).count();
     let control = sample
@@ -94,6 +99,24 @@ fn sniff_kind(head: &[u8]) -> FileKind {
         };
     }
     FileKind::Log
+}
+
+/// A JSON document (metadata, configs, error files): the head is one JSON
+/// value, complete or cut off by the head's end. JSON Lines (one object per
+/// line) and lines that merely start with `[` (`[rank0]:`, `[1,0]<stdout>:`)
+/// are logs.
+fn is_json_document(head: &[u8]) -> bool {
+    use serde::de::IgnoredAny;
+    let text = head.trim_ascii_start();
+    if !matches!(text.first(), Some(b'{' | b'[')) {
+        return false;
+    }
+    let mut values = serde_json::Deserializer::from_slice(text).into_iter::<IgnoredAny>();
+    match values.next() {
+        Some(Ok(_)) => text[values.byte_offset()..].trim_ascii().is_empty(),
+        Some(Err(e)) => e.is_eof(),
+        None => false,
+    }
 }
 
 /// Finds launcher prefixes that cannot be recognised line by line (Slurm
@@ -163,6 +186,31 @@ mod tests {
             style.pdsh_hosts,
             vec![b"worker-0".to_vec(), b"worker-1".to_vec()]
         );
+    }
+
+    #[test]
+    fn json_documents_are_not_logs_but_json_lines_are() {
+        assert!(matches!(
+            sniff(b"{\n  \"source\": \"x\"\n}\n").kind,
+            FileKind::Binary { .. }
+        ));
+        assert!(matches!(sniff(b"[1, 2]").kind, FileKind::Binary { .. }));
+        assert_eq!(
+            sniff(b"{\"msg\": \"a\"}\n{\"msg\": \"b\"}\n").kind,
+            FileKind::Log
+        );
+        assert_eq!(
+            sniff(b"[1,0]<stdout>:hello\n[1,1]<stdout>:x\n").kind,
+            FileKind::Log
+        );
+        assert_eq!(
+            sniff(b"[E ProcessGroupNCCL.cpp:475] x\n").kind,
+            FileKind::Log
+        );
+        assert!(matches!(
+            sniff(b"{\n  \"a\": [1, 2,").kind,
+            FileKind::Binary { .. }
+        ));
     }
 
     #[test]

@@ -203,6 +203,12 @@ event_kinds! {
     HeartbeatStuck => "heartbeat_stuck",
     DumpSignal => "dump_signal",
     CollectiveMismatch => "collective_mismatch",
+    /// A recognised ProcessGroupNCCL line with no diagnostic weight of its own
+    /// (dump progress, stack-trace notes, wrapped fragments).
+    TorchInfo => "torch_info",
+    /// `Exception raised from <function> at <file>:<line>`: where a C++
+    /// exception came from (checkTimeout, c10_cuda_check_implementation, …).
+    CppExceptionOrigin => "cpp_exception_origin",
     // launchers and process death
     WorkerFailed => "worker_failed",
     ClosingSignal => "closing_signal",
@@ -214,6 +220,8 @@ event_kinds! {
     PythonException => "python_exception",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
+    /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
+    ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)
     /// A kernel boot (the `Linux version` banner): uptime stamps restart.
     KernelBoot => "kernel_boot",

@@ -2,6 +2,7 @@
 //! messages themselves are grammar data (`grammars/`).
 
 pub mod frame;
+pub mod lint;
 pub mod nccl;
 pub mod paste;
 pub mod scan;
