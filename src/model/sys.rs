@@ -107,6 +107,23 @@ pub struct FlightEntry {
     pub retired: Option<bool>,
 }
 
+/// A process group's progress as a Flight Recorder dump states it (−1 = none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FlightPgStatus {
+    pub pg_id: String,
+    pub last_enqueued: Option<i64>,
+    pub last_started: Option<i64>,
+    pub last_completed: Option<i64>,
+}
+
+/// A process group's name, description and members (global ranks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FlightPgConfig {
+    pub name: String,
+    pub desc: Option<String>,
+    pub ranks: Vec<u32>,
+}
+
 /// A Flight Recorder dump of one rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FlightDump {
@@ -114,10 +131,8 @@ pub struct FlightDump {
     pub rank: Option<u32>,
     pub version: Option<String>,
     pub nccl_version: Option<String>,
-    /// pg id → (last enqueued, last started, last completed).
-    pub pg_status: Vec<(String, Option<i64>, Option<i64>, Option<i64>)>,
-    /// pg name → (description, global ranks).
-    pub pg_config: Vec<(String, Option<String>, Vec<u32>)>,
+    pub pg_status: Vec<FlightPgStatus>,
+    pub pg_config: Vec<FlightPgConfig>,
     pub entries: Vec<FlightEntry>,
     #[serde(skip)]
     pub origin: Option<Origin>,
