@@ -81,8 +81,12 @@ fn sniff_kind(head: &[u8]) -> FileKind {
         };
     }
     if is_json_document(head) {
-        return FileKind::Binary {
-            why: "a JSON document, not a log",
+        return if looks_like_flight_recorder_json(head) {
+            FileKind::Table(TableKind::FlightRecorderJson)
+        } else {
+            FileKind::Binary {
+                why: "a JSON document, not a log",
+            }
         };
     }
     let sample = &head[..head.len().min(8192)];
@@ -117,6 +121,13 @@ fn is_json_document(head: &[u8]) -> bool {
         Some(Err(e)) => e.is_eof(),
         None => false,
     }
+}
+
+/// The JSON form of a Flight Recorder dump names its entries and group status.
+fn looks_like_flight_recorder_json(head: &[u8]) -> bool {
+    let has = |key: &[u8]| memchr::memmem::find(head, key).is_some();
+    has(b"\"entries\"")
+        && (has(b"\"pg_status\"") || has(b"\"pg_config\"") || has(b"\"profiling_name\""))
 }
 
 /// Finds launcher prefixes that cannot be recognised line by line (Slurm

@@ -206,6 +206,9 @@ event_kinds! {
     /// A recognised ProcessGroupNCCL line with no diagnostic weight of its own
     /// (dump progress, stack-trace notes, wrapped fragments).
     TorchInfo => "torch_info",
+    /// A Flight Recorder dump's view of one process group (synthesised from
+    /// the dump file, cited as the whole file: line 0).
+    FlightRecord => "flight_record",
     /// `Exception raised from <function> at <file>:<line>`: where a C++
     /// exception came from (checkTimeout, c10_cuda_check_implementation, …).
     CppExceptionOrigin => "cpp_exception_origin",

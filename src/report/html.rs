@@ -47,8 +47,8 @@ struct CauseView {
 }
 
 struct EvidenceView {
-    file: String,
-    line: u64,
+    /// `file:line`, or the file alone for facts from a whole file (line 0).
+    loc: String,
     time: Option<String>,
     who: Option<String>,
     why: String,
@@ -202,8 +202,7 @@ fn evidence_view(e: &Evidence) -> EvidenceView {
         (None, None) => None,
     };
     EvidenceView {
-        file: e.file.clone(),
-        line: e.line,
+        loc: super::location(&e.file, e.line),
         time: e.time.clone(),
         who,
         why: e.why.clone(),

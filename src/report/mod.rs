@@ -68,6 +68,16 @@ pub fn write_reports(
     })
 }
 
+/// How evidence is cited: `file:line`, or the file alone for facts read from
+/// a whole file (a binary dump), which carry line 0.
+pub fn location(file: &str, line: u64) -> String {
+    if line == 0 {
+        file.to_string()
+    } else {
+        format!("{file}:{line}")
+    }
+}
+
 fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     std::fs::write(path, text).map_err(|source| ReportError::Write {
         path: path.to_path_buf(),

@@ -62,7 +62,12 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         let _ = writeln!(out, "  {}", cause.summary);
     }
     for e in v.evidence.iter().take(TOP_EVIDENCE) {
-        let _ = writeln!(out, "  > {}:{}: {}", e.file, e.line, clip(&e.text, 160));
+        let _ = writeln!(
+            out,
+            "  > {}: {}",
+            super::location(&e.file, e.line),
+            clip(&e.text, 160)
+        );
     }
     out
 }

@@ -51,11 +51,14 @@ pub fn collect(job: &mut Job) {
                 record_work(st, ev);
                 st.evidence.push(idx);
             }
-            EventKind::PgStatus | EventKind::DumpSignal => {
+            EventKind::PgStatus | EventKind::DumpSignal | EventKind::FlightRecord => {
                 let pg = pg_field(ev).unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
                 if ev.kind == EventKind::PgStatus {
                     st.failed_seq = st.failed_seq.or(ev.int("seq"));
+                }
+                if ev.kind == EventKind::FlightRecord {
+                    record_flight(st, ev);
                 }
                 st.last_enqueued = max_opt(st.last_enqueued, ev.int("last_enqueued"));
                 st.last_completed = max_opt(st.last_completed, ev.int("last_completed"));
@@ -90,6 +93,18 @@ fn record_work(st: &mut PgRankState, ev: &Event) {
     st.numel_in = st.numel_in.or(ev.int("numel_in"));
     st.numel_out = st.numel_out.or(ev.int("numel_out"));
     st.timeout_ms = st.timeout_ms.or(ev.int("timeout_ms"));
+}
+
+/// The Flight Recorder's oldest incomplete collective is the one this rank
+/// waits in; its op and size let ranks be compared.
+fn record_flight(st: &mut PgRankState, ev: &Event) {
+    if let Some(seq) = ev.int("seq") {
+        st.failed_seq = st.failed_seq.or(Some(seq));
+        if st.op.is_none() {
+            st.op = ev.text_field("op").map(str::to_string);
+        }
+        st.numel_in = st.numel_in.or(ev.int("numel_in"));
+    }
 }
 
 /// The process group an event names (`[PG 0 …]`, `[PG ID 4 …]`).

@@ -5,6 +5,7 @@
 
 mod collectives;
 mod deaths;
+mod flight;
 mod identity;
 mod network;
 
@@ -27,6 +28,7 @@ pub fn build(
         ..Job::default()
     };
     sort_records(&mut job, records);
+    flight::synthesize(&mut job);
     identity::resolve(&mut job);
     network::collect(&mut job);
     collectives::collect(&mut job);

@@ -1,0 +1,106 @@
+//! Flight Recorder dumps as events: per rank and process group, the last
+//! enqueued / completed collective and the oldest one that did not complete.
+//! The dump is binary (a pickle), so these events cite the file as a whole
+//! (line 0) and carry a text written here.
+
+use std::collections::BTreeMap;
+
+use crate::model::{
+    Event, EventKind, Fields, FlightDump, FlightEntry, Job, Level, Origin, RawTime, Value, Who,
+};
+
+pub fn synthesize(job: &mut Job) {
+    let mut new = Vec::new();
+    for dump in &job.flight {
+        let (Some(rank), Some(origin)) = (dump.rank, dump.origin) else {
+            continue;
+        };
+        let oldest_open = oldest_incomplete_by_pg(dump);
+        for st in &dump.pg_status {
+            let open = oldest_open.get(st.pg_id.as_str()).copied();
+            new.push(status_event(rank, origin, st, open));
+        }
+    }
+    job.events.extend(new);
+}
+
+/// Per group, the oldest collective the dump does not record as completed.
+fn oldest_incomplete_by_pg(dump: &FlightDump) -> BTreeMap<&str, &FlightEntry> {
+    let mut out: BTreeMap<&str, &FlightEntry> = BTreeMap::new();
+    for e in dump
+        .entries
+        .iter()
+        .filter(|e| !e.is_p2p && e.state.as_deref() != Some("completed"))
+    {
+        let (Some(pg), Some(seq)) = (e.pg_id.as_deref(), e.collective_seq_id) else {
+            continue;
+        };
+        let older = out
+            .get(pg)
+            .and_then(|o| o.collective_seq_id)
+            .is_none_or(|o| seq < o);
+        if older {
+            out.insert(pg, e);
+        }
+    }
+    out
+}
+
+fn status_event(
+    rank: u32,
+    origin: Origin,
+    st: &crate::model::FlightPgStatus,
+    open: Option<&FlightEntry>,
+) -> Event {
+    let mut fields = Fields::default();
+    fields.insert("pg", Value::Text(st.pg_id.as_str().into()));
+    let mut put = |name: &str, v: Option<i64>| {
+        if let Some(v) = v {
+            fields.insert(name, Value::Int(v));
+        }
+    };
+    put("last_enqueued", st.last_enqueued);
+    put("last_completed", st.last_completed);
+    put("last_started", st.last_started);
+    let mut text = format!(
+        "Flight Recorder of rank {rank}: group {} last enqueued {}, last started {}, last completed {}",
+        st.pg_id,
+        show(st.last_enqueued),
+        show(st.last_started),
+        show(st.last_completed)
+    );
+    if let Some(e) = open {
+        put("seq", e.collective_seq_id);
+        put(
+            "numel_in",
+            e.input_sizes.first().map(|s| s.iter().product()),
+        );
+        if let Some(op) = &e.op {
+            fields.insert("op", Value::Text(op.as_str().into()));
+        }
+        text.push_str(&format!(
+            "; oldest not completed: {} #{} ({}, input {:?})",
+            e.op.as_deref().unwrap_or("?"),
+            show(e.collective_seq_id),
+            e.state.as_deref().unwrap_or("?"),
+            e.input_sizes
+        ));
+    }
+    Event {
+        kind: EventKind::FlightRecord,
+        pattern: "flight_recorder.pg_status".into(),
+        origin,
+        who: Who {
+            rank: Some(rank),
+            ..Who::default()
+        },
+        level: Level::Info,
+        time: RawTime::None,
+        fields,
+        text: text.into(),
+    }
+}
+
+fn show(v: Option<i64>) -> String {
+    v.map_or_else(|| "none".to_string(), |x| x.to_string())
+}

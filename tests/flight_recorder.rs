@@ -1,0 +1,90 @@
+//! Flight Recorder dumps (torch 2.5 JSON shape) alone are enough to find the
+//! rank that fell behind.
+
+mod common;
+
+fn dump(last_enqueued: i64, open_entry: bool) -> String {
+    let entry = |seq: i64, state: &str| {
+        format!(
+            r#"{{"record_id": {seq}, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": {seq},
+               "p2p_seq_id": 0, "op_id": {seq}, "profiling_name": "nccl:all_reduce", "time_created_ns": 1732875000000000000,
+               "input_sizes": [[4096]], "output_sizes": [[4096]], "state": "{state}", "timeout_ms": 600000,
+               "is_p2p": false, "retired": {}, "time_discovered_started_ns": null, "time_discovered_completed_ns": null}}"#,
+            state != "completed"
+        )
+    };
+    let mut entries = vec![entry(last_enqueued - 1, "completed")];
+    if open_entry {
+        entries.push(entry(last_enqueued, "scheduled"));
+    } else {
+        entries.push(entry(last_enqueued, "completed"));
+    }
+    let completed = if open_entry {
+        last_enqueued - 1
+    } else {
+        last_enqueued
+    };
+    format!(
+        r#"{{"version": "2.5", "comm_lib_version": "2.21.5",
+          "pg_config": {{"0": {{"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}}}},
+          "pg_status": {{"0": {{"last_enqueued_collective": {last_enqueued}, "last_started_collective": -1, "last_completed_collective": {completed}}}}},
+          "entries": [{}]}}"#,
+        entries.join(",")
+    )
+}
+
+#[test]
+fn the_rank_whose_dump_stops_early_is_the_stuck_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    for rank in 0..4 {
+        let text = if rank == 2 {
+            dump(19, false)
+        } else {
+            dump(20, true)
+        };
+        std::fs::write(tmp.path().join(format!("nccl_trace_rank_{rank}")), text).unwrap();
+    }
+    let doc = common::analyze_to_json(tmp.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "hang", "{v}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v}");
+    assert_eq!(v["collective"]["op"], "ALLREDUCE");
+    assert_eq!(v["collective"]["seq"], 20);
+    assert_eq!(v["cause"]["kind"], "rank_stalled");
+    let cited: Vec<&str> = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert!(cited.contains(&"nccl_trace_rank_2"), "{cited:?}");
+    let row = &doc["ranks"][2];
+    assert_eq!(
+        (
+            row["last_enqueued"].as_i64(),
+            row["last_completed"].as_i64()
+        ),
+        (Some(19), Some(19))
+    );
+}
+
+#[test]
+fn a_corrupt_dump_is_skipped_with_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("nccl_trace_rank_0"),
+        b"\x80\x02}q\x00(X\x07\x00\x00\x00vers",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("nccl_trace_rank_1"), dump(5, true)).unwrap();
+    let doc = common::analyze_to_json(tmp.path());
+    let skipped = doc["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["file"], "nccl_trace_rank_0");
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Flight Recorder")
+    );
+}
