@@ -203,6 +203,13 @@ event_kinds! {
     HeartbeatStuck => "heartbeat_stuck",
     DumpSignal => "dump_signal",
     CollectiveMismatch => "collective_mismatch",
+    /// A line of the desync debug report (TORCH_NCCL_DESYNC_DEBUG=1), which
+    /// names the lagging ranks itself.
+    DesyncReport => "desync_report",
+    /// NCCL RAS (2.24+): dead peers, keep-alive and collective timeouts.
+    RasEvent => "ras_event",
+    /// NCCL 2.30.7+ `HINT:` lines after an error.
+    NcclHint => "nccl_hint",
     /// A recognised ProcessGroupNCCL line with no diagnostic weight of its own
     /// (dump progress, stack-trace notes, wrapped fragments).
     TorchInfo => "torch_info",

@@ -12,6 +12,7 @@ use super::Ctx;
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(reported_mismatch(ctx));
+    out.extend(desync_report(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(stalled_ranks(ctx, hang));
@@ -52,6 +53,57 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         );
     }
     (!h.support.is_empty()).then_some(h)
+}
+
+/// The desync debug report names the laggards itself: ranks that never
+/// joined any collective, or finished the previous one but did not join the
+/// hung one. (Its rank lists are ranks of the group; for the default group
+/// these are the global ranks.)
+fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    for (idx, ev) in ctx
+        .job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::DesyncReport)
+    {
+        let role = ev.text_field("role").unwrap_or("");
+        if !matches!(role, "never_joined" | "not_joined") {
+            continue;
+        }
+        let ranks: Vec<u32> = ev
+            .text_field("ranks")
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
+            .collect();
+        if h.support.len() < 4 {
+            h.support(
+                Source::Torch,
+                0.8,
+                Some(idx),
+                format!("PyTorch's desync report names rank(s) {ranks:?} as lagging"),
+            );
+        }
+        h.ranks.extend(ranks);
+    }
+    if h.ranks.is_empty() {
+        return None;
+    }
+    let first = *h.ranks.iter().next()?;
+    let info = ctx.job.ranks.get(&first);
+    h.host = info.and_then(|i| i.host.clone());
+    h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+    h.value(
+        "rank",
+        h.ranks
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    Some(h)
 }
 
 /// Ranks timed out on the same sequence number but with a different op or
