@@ -3,40 +3,47 @@
 //! the sample declares. Run by the unit tests for the built-in grammars and at
 //! start-up for user grammars (`--grammar`).
 
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, Pattern};
 use crate::ingest::launcher::LauncherStyle;
 
 use super::frame::frame;
 
 /// Checks every sample; returns one message per failing sample.
 pub fn check_samples(grammar: &Grammar) -> Vec<String> {
+    grammar
+        .patterns()
+        .iter()
+        .flat_map(|p| check_pattern_samples(grammar, p))
+        .collect()
+}
+
+/// Checks the samples of one pattern against the whole grammar.
+pub fn check_pattern_samples(grammar: &Grammar, pattern: &Pattern) -> Vec<String> {
     let mut failures = Vec::new();
     let mut candidates = Vec::new();
     let style = LauncherStyle::default();
-    for pattern in grammar.patterns() {
-        for (line, expected) in &pattern.samples {
-            let bytes = line.as_bytes();
-            grammar.candidates(bytes, &mut candidates);
-            let framed = frame(bytes, &style);
-            let body_start = bytes.len() - framed.body.len();
-            match grammar.match_line(&candidates, bytes, body_start) {
-                None => failures.push(format!(
-                    "{}: {}: no pattern matched sample {line:?}",
-                    pattern.file, pattern.id
-                )),
-                Some(m) if m.pattern.id != pattern.id => failures.push(format!(
-                    "{}: {}: sample {line:?} was taken by earlier pattern {}",
-                    pattern.file, pattern.id, m.pattern.id
-                )),
-                Some(m) if &m.fields != expected => failures.push(format!(
-                    "{}: {}: sample {line:?}\n  expected {:?}\n  got      {:?}",
-                    pattern.file,
-                    pattern.id,
-                    expected.iter().collect::<Vec<_>>(),
-                    m.fields.iter().collect::<Vec<_>>()
-                )),
-                Some(_) => {}
-            }
+    for (line, expected) in &pattern.samples {
+        let bytes = line.as_bytes();
+        grammar.candidates(bytes, &mut candidates);
+        let framed = frame(bytes, &style);
+        let body_start = bytes.len() - framed.body.len();
+        match grammar.match_line(&candidates, bytes, body_start) {
+            None => failures.push(format!(
+                "{}: {}: no pattern matched sample {line:?}",
+                pattern.file, pattern.id
+            )),
+            Some(m) if m.pattern.id != pattern.id => failures.push(format!(
+                "{}: {}: sample {line:?} was taken by earlier pattern {}",
+                pattern.file, pattern.id, m.pattern.id
+            )),
+            Some(m) if &m.fields != expected => failures.push(format!(
+                "{}: {}: sample {line:?}\n  expected {:?}\n  got      {:?}",
+                pattern.file,
+                pattern.id,
+                expected.iter().collect::<Vec<_>>(),
+                m.fields.iter().collect::<Vec<_>>()
+            )),
+            Some(_) => {}
         }
     }
     failures
