@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::model::{
-    Event, EventKind, Fields, FlightDump, FlightEntry, Job, Level, Origin, RawTime, Value, Who,
+    Event, EventKind, Fields, FlightDump, FlightEntry, FlightPgStatus, Job, Level, Origin, RawTime,
+    Value, Who,
 };
 
 pub fn synthesize(job: &mut Job) {
@@ -16,12 +17,40 @@ pub fn synthesize(job: &mut Job) {
             continue;
         };
         let oldest_open = oldest_incomplete_by_pg(dump);
-        for st in &dump.pg_status {
+        let statuses = if dump.pg_status.is_empty() {
+            status_from_entries(dump)
+        } else {
+            dump.pg_status.clone()
+        };
+        for st in &statuses {
             let open = oldest_open.get(st.pg_id.as_str()).copied();
             new.push(status_event(rank, origin, st, open));
         }
     }
     job.events.extend(new);
+}
+
+/// Dumps without `pg_status` (torch 2.2): the entries themselves say how far
+/// each group got.
+fn status_from_entries(dump: &FlightDump) -> Vec<FlightPgStatus> {
+    let mut by_pg: BTreeMap<String, FlightPgStatus> = BTreeMap::new();
+    for e in dump.entries.iter().filter(|e| !e.is_p2p) {
+        let (Some(pg), Some(seq)) = (e.pg_id.clone(), e.collective_seq_id) else {
+            continue;
+        };
+        let st = by_pg.entry(pg.clone()).or_insert_with(|| FlightPgStatus {
+            pg_id: pg,
+            ..Default::default()
+        });
+        st.last_enqueued = st.last_enqueued.max(Some(seq));
+        if e.state.as_deref() == Some("completed") {
+            st.last_completed = st.last_completed.max(Some(seq));
+        }
+        if matches!(e.state.as_deref(), Some("started" | "completed")) {
+            st.last_started = st.last_started.max(Some(seq));
+        }
+    }
+    by_pg.into_values().collect()
 }
 
 /// Per group, the oldest collective the dump does not record as completed.

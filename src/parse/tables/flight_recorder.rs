@@ -77,6 +77,14 @@ fn hashable_key(k: serde_pickle::HashableValue) -> String {
 }
 
 fn from_tree(root: &Value) -> Result<FlightDump, String> {
+    // torch 2.2 dumped a bare list of entries, without status or config.
+    if let Value::Array(items) = root {
+        return Ok(FlightDump {
+            version: Some("2.2".into()),
+            entries: items.iter().filter_map(entry).collect(),
+            ..FlightDump::default()
+        });
+    }
     let obj = root.as_object().ok_or("the dump is not a dict")?;
     if !obj.contains_key("entries") && !obj.contains_key("pg_status") {
         return Err("the dump has neither entries nor pg_status".into());
@@ -170,14 +178,17 @@ fn entry(v: &Value) -> Option<FlightEntry> {
         pg_id: text(e.get("pg_id")),
         pg_name,
         pg_desc: pg_desc.filter(|d| !d.is_empty() && d != "undefined"),
-        collective_seq_id: int(e.get("collective_seq_id")),
+        // 2.2 called it `seq_id`.
+        collective_seq_id: int(e.get("collective_seq_id")).or_else(|| int(e.get("seq_id"))),
         p2p_seq_id: int(e.get("p2p_seq_id")),
         op: text(e.get("profiling_name")).map(|p| op_name(&p)),
         is_p2p: e.get("is_p2p").and_then(Value::as_bool).unwrap_or(false),
         input_sizes: sizes(e.get("input_sizes")),
         output_sizes: sizes(e.get("output_sizes")),
         state: text(e.get("state")),
-        time_created_ns: int(e.get("time_created_ns")),
+        // 2.2 stamped microseconds.
+        time_created_ns: int(e.get("time_created_ns"))
+            .or_else(|| int(e.get("time_created_us")).map(|us| us.saturating_mul(1000))),
         time_started_ns: int(e.get("time_discovered_started_ns")),
         time_completed_ns: int(e.get("time_discovered_completed_ns")),
         timeout_ms: int(e.get("timeout_ms")),
@@ -311,6 +322,16 @@ mod tests {
         assert_eq!(d.pg_status[0].last_completed, Some(6));
         assert_eq!(d.entries[0].input_sizes, vec![vec![8]]);
         assert_eq!(d.entries[0].op.as_deref(), Some("ALLREDUCE"));
+    }
+
+    #[test]
+    fn torch_2_2_bare_entry_list() {
+        let json = br#"[{"pg_id": 0, "seq_id": 5, "profiling_name": "nccl:all_reduce", "time_created_us": 7,
+            "input_sizes": [[2, 3]], "output_sizes": [[2, 3]], "state": "scheduled", "retired": true, "frames": []}]"#;
+        let d = from_json(json).unwrap();
+        assert_eq!(d.entries[0].collective_seq_id, Some(5));
+        assert_eq!(d.entries[0].time_created_ns, Some(7000));
+        assert!(d.pg_status.is_empty());
     }
 
     #[test]
