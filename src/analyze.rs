@@ -8,8 +8,9 @@ use crate::diagnose::{Diagnosis, diagnose};
 use crate::grammar::Grammar;
 use crate::grammar::knowledge::Knowledge;
 use crate::ingest::{IngestError, InputFile, discover};
-use crate::model::{Event, FileInfo, Job, Skipped, SysRecord, build::build};
-use crate::parse::{FileParse, parse_file};
+use crate::model::{Event, FileId, FileInfo, Job, Skipped, SysRecord, build::build};
+use crate::parse::FileParse;
+use crate::parse::archive::{Limits, Parsed, parse_input};
 use crate::timeline::Timeline;
 
 /// The whole result of analysing one job.
@@ -32,16 +33,26 @@ pub enum AnalyzeError {
 pub struct Engine {
     pub grammar: Grammar,
     pub knowledge: Knowledge,
+    pub limits: Limits,
 }
 
 impl Engine {
+    /// An engine with the default limits.
+    pub fn new(grammar: Grammar, knowledge: Knowledge) -> Engine {
+        Engine {
+            grammar,
+            knowledge,
+            limits: Limits::default(),
+        }
+    }
+
     /// Analyses a job folder or a single log file.
     pub fn analyze(&self, path: &Path) -> Result<Analysis, AnalyzeError> {
         let found = discover(path)?;
-        let parsed: Vec<FileParse> = found
+        let parsed: Vec<Parsed> = found
             .files
             .par_iter()
-            .map(|f| parse_file(f, &self.grammar))
+            .map(|f| parse_input(f, &self.grammar, self.limits))
             .collect();
         let (files, events, records, mut skipped) = collect_parses(&found.files, parsed);
         skipped.extend(found.skipped);
@@ -75,26 +86,50 @@ type Collected = (Vec<FileInfo>, Vec<Event>, Vec<SysRecord>, Vec<Skipped>);
 
 /// The file table, all events in (file, line) order, the table records, and
 /// the files skipped.
-fn collect_parses(inputs: &[InputFile], parsed: Vec<FileParse>) -> Collected {
-    let mut files = Vec::with_capacity(inputs.len());
-    let mut events = Vec::new();
-    let mut records = Vec::new();
-    let mut skipped = Vec::new();
+fn collect_parses(inputs: &[InputFile], parsed: Vec<Parsed>) -> Collected {
+    let mut table = Table::default();
     for (input, p) in inputs.iter().zip(parsed) {
-        if let Some(reason) = p.skipped {
-            skipped.push(Skipped {
+        match p {
+            Parsed::File(parse) => table.add(input, parse),
+            Parsed::Archive { members, skipped } => {
+                for m in members {
+                    table.add(&m.file, m.parse);
+                }
+                table.skipped.extend(skipped);
+            }
+        }
+    }
+    (table.files, table.events, table.records, table.skipped)
+}
+
+/// The file table as it is assembled: every parsed file (archive members
+/// included) gets the next id, and its events and records are re-pointed at it.
+#[derive(Default)]
+struct Table {
+    files: Vec<FileInfo>,
+    events: Vec<Event>,
+    records: Vec<SysRecord>,
+    skipped: Vec<Skipped>,
+}
+
+impl Table {
+    fn add(&mut self, input: &InputFile, mut p: FileParse) {
+        let id = FileId(self.files.len() as u32);
+        if let Some(reason) = p.skipped.take() {
+            self.skipped.push(Skipped {
                 file: input.display.clone(),
                 reason,
             });
         }
-        if let Some(reason) = p.partial {
-            skipped.push(Skipped {
+        if let Some(reason) = p.partial.take() {
+            let reason = format!("partly read: {reason}");
+            self.skipped.push(Skipped {
                 file: input.display.clone(),
-                reason: format!("partly read: {reason}"),
+                reason,
             });
         }
-        files.push(FileInfo {
-            id: input.id,
+        self.files.push(FileInfo {
+            id,
             path: input.display.clone(),
             bytes: p.stats.bytes,
             lines: p.stats.lines,
@@ -104,10 +139,13 @@ fn collect_parses(inputs: &[InputFile], parsed: Vec<FileParse>) -> Collected {
             hints: input.hints.clone(),
             multiplexed: false,
         });
-        events.extend(p.events);
-        records.extend(p.records);
+        self.events.extend(p.events.into_iter().map(|mut e| {
+            e.origin.file = id;
+            e
+        }));
+        self.records
+            .extend(p.records.into_iter().map(|r| r.with_file(id)));
     }
-    (files, events, records, skipped)
 }
 
 fn describe_skips(skipped: &[Skipped]) -> String {

@@ -66,6 +66,10 @@ struct AnalyzeArgs {
     /// Extra grammar file(s) with in-house message patterns (TOML, see grammars/).
     #[arg(long = "grammar", value_name = "FILE")]
     grammars: Vec<PathBuf>,
+    /// Cap on the bytes one input may decompress to, archives included (e.g.
+    /// `64G`, `512M`); a bigger one is read up to the cap and reported.
+    #[arg(long, value_name = "SIZE", default_value = "64G", value_parser = parse_size)]
+    max_decompressed: u64,
     /// Exit with 1 when the verdict status is one of these (comma list of
     /// hang, crash, init_failure, degraded, unknown; `any` = not healthy).
     #[arg(long, value_delimiter = ',', value_name = "STATUS")]
@@ -110,7 +114,8 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
             FAIL_ON_STATUSES.join(", ")
         );
     }
-    let engine = engine(&args.grammars)?;
+    let mut engine = engine(&args.grammars)?;
+    engine.limits.max_decompressed = args.max_decompressed;
     let analysis = match engine.analyze(&args.path) {
         Ok(a) => a,
         Err(e @ AnalyzeError::NoReadableInput { .. }) => return Err(e.into()),
@@ -190,7 +195,26 @@ fn engine(user_grammars: &[PathBuf]) -> Result<Engine> {
         }
     }
     let knowledge = Knowledge::builtin().context("cannot load the knowledge base")?;
-    Ok(Engine { grammar, knowledge })
+    Ok(Engine::new(grammar, knowledge))
+}
+
+/// `64G`, `512M`, `100K` or plain bytes.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        Some('T') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a size: `{text}` (e.g. 64G, 512M)"))?;
+    n.checked_shl(shift)
+        .filter(|v| v >> shift == n)
+        .ok_or_else(|| format!("size too large: `{text}`"))
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

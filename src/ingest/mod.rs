@@ -1,6 +1,7 @@
 //! Ingest: find the job's files, open them (decompressing by content), sniff
 //! what each one holds and split it into lines.
 
+pub mod archive;
 pub mod discover;
 pub mod launcher;
 pub mod lines;

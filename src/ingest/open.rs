@@ -31,13 +31,17 @@ impl Compression {
 ///
 /// Gzip uses `MultiGzDecoder` because rotated and concatenated logs hold several
 /// members, where a plain decoder would stop silently after the first.
-pub fn open_decompressed(path: &Path) -> io::Result<(Box<dyn Read + Send>, Compression)> {
-    let mut file = File::open(path)?;
+pub fn open_decompressed(path: &Path) -> io::Result<(Box<dyn Read>, Compression)> {
+    decompress(File::open(path)?)
+}
+
+/// Wraps any stream in the decompressor its first bytes call for.
+pub fn decompress<'a, R: Read + 'a>(mut inner: R) -> io::Result<(Box<dyn Read + 'a>, Compression)> {
     let mut head = [0u8; 6];
-    let n = read_up_to(&mut file, &mut head)?;
+    let n = read_up_to(&mut inner, &mut head)?;
     let compression = Compression::sniff(&head[..n]);
-    let reader = io::Cursor::new(head[..n].to_vec()).chain(file);
-    let stream: Box<dyn Read + Send> = match compression {
+    let reader = io::Cursor::new(head[..n].to_vec()).chain(inner);
+    let stream: Box<dyn Read + 'a> = match compression {
         Compression::None => Box::new(reader),
         Compression::Gzip => Box::new(MultiGzDecoder::new(BufReader::new(reader))),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(reader)?),

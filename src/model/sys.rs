@@ -146,3 +146,22 @@ pub enum SysRecord {
     Gid(GidEntry),
     Flight(FlightDump),
 }
+
+impl SysRecord {
+    /// The record re-pointed at file `id` (ids are assigned after parsing).
+    pub fn with_file(mut self, id: super::FileId) -> SysRecord {
+        match &mut self {
+            SysRecord::Counter(c) => c.origin.file = id,
+            SysRecord::Port(p) => set_file(&mut p.origin, id),
+            SysRecord::Gid(g) => set_file(&mut g.origin, id),
+            SysRecord::Flight(f) => set_file(&mut f.origin, id),
+        }
+        self
+    }
+}
+
+fn set_file(origin: &mut Option<Origin>, id: super::FileId) {
+    if let Some(o) = origin {
+        o.file = id;
+    }
+}

@@ -1,6 +1,7 @@
 //! Parse: lines to typed events. One module per source format's prefix; the
 //! messages themselves are grammar data (`grammars/`).
 
+pub mod archive;
 pub mod frame;
 pub mod lint;
 pub mod nccl;

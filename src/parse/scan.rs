@@ -54,16 +54,67 @@ pub fn parse_file(file: &InputFile, grammar: &Grammar) -> FileParse {
 
 /// Parses an already opened stream (a decompressed file or archive member).
 pub fn parse_stream(mut stream: impl Read, file: &InputFile, grammar: &Grammar) -> FileParse {
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
-    if let Err(e) = (&mut stream)
+    let head = read_head(&mut stream);
+    parse_with_head(head, stream, file, grammar)
+}
+
+/// The first bytes of a stream, for sniffing, and the error that cut them
+/// short if one did (a truncated gzip still yields its first bytes).
+#[derive(Debug, Default)]
+pub struct Head {
+    pub bytes: Vec<u8>,
+    pub error: Option<String>,
+}
+
+pub fn read_head(stream: &mut impl Read) -> Head {
+    let mut bytes = Vec::with_capacity(SNIFF_BYTES);
+    let error = stream
         .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
+        .read_to_end(&mut bytes)
+        .err()
+        .map(|e| e.to_string());
+    Head { bytes, error }
+}
+
+/// Parses a stream whose first bytes were already read (and sniffed for
+/// archives) by the caller.
+pub fn parse_with_head(
+    head: Head,
+    stream: impl Read,
+    file: &InputFile,
+    grammar: &Grammar,
+) -> FileParse {
+    let Head { bytes: head, error } = head;
+    if let Some(e) = &error
+        && head.is_empty()
     {
         return FileParse {
             skipped: Some(format!("cannot read: {e}")),
             ..Default::default()
         };
     }
+    // After an error the stream has nothing more to give: parse what came.
+    let stream: Box<dyn Read + '_> = if error.is_some() {
+        Box::new(io::empty())
+    } else {
+        Box::new(stream)
+    };
+    let mut parsed = parse_head_and_rest(head, stream, file, grammar);
+    if let Some(e) = error {
+        parsed.partial = Some(format!(
+            "reading stopped after line {}: {e}",
+            parsed.stats.lines
+        ));
+    }
+    parsed
+}
+
+fn parse_head_and_rest(
+    head: Vec<u8>,
+    stream: impl Read,
+    file: &InputFile,
+    grammar: &Grammar,
+) -> FileParse {
     let profile = sniff(&head);
     match profile.kind {
         FileKind::Log => {}

@@ -13,10 +13,7 @@ use ncclpm::report::{ReportInput, json};
 /// expensive part of a small analysis.
 pub fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine {
-        grammar: Grammar::builtin().unwrap(),
-        knowledge: Knowledge::builtin().unwrap(),
-    })
+    ENGINE.get_or_init(|| Engine::new(Grammar::builtin().unwrap(), Knowledge::builtin().unwrap()))
 }
 
 pub fn analyze(path: &Path) -> Analysis {
