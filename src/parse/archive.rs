@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{self, Cursor, Read};
+use std::io::{Cursor, Read};
 
 use crate::grammar::Grammar;
 use crate::ingest::InputFile;
