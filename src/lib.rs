@@ -5,6 +5,7 @@
 //! [`timeline`] → [`diagnose`] → [`report`], wired by [`analyze`].
 
 pub mod analyze;
+pub mod batch;
 pub mod diagnose;
 pub mod grammar;
 pub mod ingest;

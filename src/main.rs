@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+use indicatif::{ProgressBar, ProgressStyle};
 use ncclpm::analyze::{AnalyzeError, Engine};
+use ncclpm::batch::BatchOptions;
 use ncclpm::grammar::knowledge::Knowledge;
 use ncclpm::grammar::{Grammar, read_user_grammars};
 use ncclpm::ingest::discover;
@@ -20,6 +22,7 @@ use ncclpm::parse::lint::Linter;
 use ncclpm::parse::selftest::check_samples;
 use ncclpm::report::{ReportInput, terminal, write_reports};
 use rayon::prelude::*;
+use std::io::IsTerminal;
 
 #[derive(Parser)]
 #[command(
@@ -36,9 +39,45 @@ struct Cli {
 enum Command {
     /// Analyse one job: a folder of logs or a single log file.
     Analyze(AnalyzeArgs),
+    /// Analyse every job under a folder: per-job reports, summary.jsonl, an
+    /// index and a fleet view of repeat offenders.
+    Batch(BatchArgs),
+    /// Join the outputs of `batch --shard K/N` runs into one.
+    Merge(MergeArgs),
     /// List lines that look like NCCL / ProcessGroupNCCL / elastic messages
     /// but that no grammar pattern recognises (grammar coverage).
     LintLogs(LintArgs),
+}
+
+#[derive(clap::Args)]
+struct BatchArgs {
+    /// Folder holding one job per entry (a folder or an archive).
+    root: PathBuf,
+    /// Output folder.
+    #[arg(short, long)]
+    out: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long = "jobs", value_name = "N")]
+    threads: Option<usize>,
+    /// Analyse only shard K of N (1-based), a stable split of the jobs.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(u32, u32)>,
+    /// Glob (relative to ROOT) that matches each job, instead of every child.
+    #[arg(long, value_name = "GLOB")]
+    job_glob: Option<String>,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// The shard output folders.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Output folder.
+    #[arg(short, long)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -90,6 +129,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Analyze(args) => analyze(args),
         Command::LintLogs(args) => lint_logs(args),
+        Command::Batch(args) => batch(args),
+        Command::Merge(args) => merge(args),
     };
     match result {
         Ok(code) => code,
@@ -151,6 +192,70 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn batch(args: BatchArgs) -> Result<ExitCode> {
+    let engine = engine(&[])?;
+    let opts = BatchOptions {
+        root: args.root,
+        out: args.out,
+        threads: args.threads,
+        shard: args.shard,
+        job_glob: args.job_glob,
+    };
+    let total = ncclpm::batch::planned_jobs(&opts)?.len() as u64;
+    let bar = progress_bar(total, args.quiet);
+    let outcome = ncclpm::batch::run(&engine, &opts, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    if !args.quiet {
+        println!(
+            "{} job(s): {} analysed, {} unchanged, {} failed; index: {}",
+            outcome.rows.len(),
+            outcome.analyzed,
+            outcome.reused,
+            outcome.failed,
+            opts.out.join("index.html").display()
+        );
+    }
+    Ok(if outcome.failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A progress bar with rate and ETA on a terminal; hidden otherwise.
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{bar:40} {pos}/{len} jobs · {per_sec} · ETA {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+fn merge(args: MergeArgs) -> Result<ExitCode> {
+    let rows = ncclpm::batch::merge(&args.shards, &args.out)?;
+    println!(
+        "{} job(s) merged into {}",
+        rows.len(),
+        args.out.join("index.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_shard(text: &str) -> Result<(u32, u32), String> {
+    let (k, n) = text.split_once('/').ok_or("expected K/N, e.g. 2/8")?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|_| "K is not a number")?,
+        n.trim().parse().map_err(|_| "N is not a number")?,
+    );
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {k}/{n}: need 1 <= K <= N"));
+    }
+    Ok((k, n))
 }
 
 fn lint_logs(args: LintArgs) -> Result<ExitCode> {

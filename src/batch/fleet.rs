@@ -1,0 +1,167 @@
+//! The fleet view: hosts, NICs, GPUs and links implicated in two or more
+//! jobs — the repeat offenders — ranked by what they cost (the ranks of the
+//! jobs they took down).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::summary::JobRow;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Offender {
+    /// `host`, `nic`, `gpu` or `link`.
+    pub kind: &'static str,
+    /// `node005`, `node005 mlx5_3 port 1`, `node005 GPU 0000:86:00.0`, `node001 ↔ node005`.
+    pub key: String,
+    pub host: String,
+    pub jobs: Vec<String>,
+    pub causes: BTreeMap<String, usize>,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    /// Sum of the ranks of the jobs it took down.
+    pub cost: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Fleet {
+    pub jobs: usize,
+    pub failed_jobs: usize,
+    pub offenders: Vec<Offender>,
+}
+
+/// Every entity a job's verdict blames, with its kind and host.
+fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
+    let Some(host) = row.host.clone() else {
+        return Vec::new();
+    };
+    let mut out = vec![("host", host.clone(), host.clone())];
+    if let Some(dev) = &row.device {
+        let port = row.port.map_or(String::new(), |p| format!(" port {p}"));
+        out.push(("nic", format!("{host} {dev}{port}"), host.clone()));
+    }
+    if let Some(gpu) = &row.gpu_bus_id {
+        out.push(("gpu", format!("{host} GPU {gpu}"), host.clone()));
+    }
+    if let Some(peer) = row.peer_host.as_ref().filter(|p| **p != host) {
+        let (a, b) = if host < *peer {
+            (&host, peer)
+        } else {
+            (peer, &host)
+        };
+        out.push(("link", format!("{a} ↔ {b}"), host.clone()));
+    }
+    out
+}
+
+/// Aggregates the rows into repeat offenders (two or more jobs).
+pub fn fleet(rows: &[JobRow]) -> Fleet {
+    let mut by_key: BTreeMap<(&'static str, String), (String, BTreeSet<&JobRow>)> = BTreeMap::new();
+    for row in rows
+        .iter()
+        .filter(|r| r.error.is_none() && r.status.as_deref() != Some("healthy"))
+    {
+        for (kind, key, host) in implicated(row) {
+            by_key
+                .entry((kind, key))
+                .or_insert_with(|| (host, BTreeSet::new()))
+                .1
+                .insert(row);
+        }
+    }
+    let mut offenders: Vec<Offender> = by_key
+        .into_iter()
+        .filter(|(_, (_, jobs))| jobs.len() >= 2)
+        .map(|((kind, key), (host, jobs))| offender(kind, key, host, &jobs))
+        .collect();
+    offenders.sort_by(|a, b| {
+        b.cost
+            .cmp(&a.cost)
+            .then(b.jobs.len().cmp(&a.jobs.len()))
+            .then(a.key.cmp(&b.key))
+    });
+    Fleet {
+        jobs: rows.len(),
+        failed_jobs: rows.iter().filter(|r| r.error.is_some()).count(),
+        offenders,
+    }
+}
+
+fn offender(kind: &'static str, key: String, host: String, jobs: &BTreeSet<&JobRow>) -> Offender {
+    let mut causes = BTreeMap::new();
+    for j in jobs {
+        *causes
+            .entry(j.cause.clone().unwrap_or_else(|| "unknown".into()))
+            .or_insert(0) += 1;
+    }
+    let times: Vec<&String> = jobs.iter().filter_map(|j| j.time.as_ref()).collect();
+    Offender {
+        kind,
+        key,
+        host,
+        jobs: jobs.iter().map(|j| j.job_id.clone()).collect(),
+        causes,
+        first_seen: times.iter().min().map(|t| t.to_string()),
+        last_seen: times.iter().max().map(|t| t.to_string()),
+        cost: jobs.iter().map(|j| u64::from(j.ranks.unwrap_or(1))).sum(),
+    }
+}
+
+impl PartialOrd for JobRow {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.job_id.cmp(&other.job_id))
+    }
+}
+
+impl Eq for JobRow {}
+
+impl Ord for JobRow {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.job_id.cmp(&other.job_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, host: &str, dev: Option<&str>, ranks: u32) -> JobRow {
+        JobRow {
+            job_id: id.into(),
+            status: Some("hang".into()),
+            cause: Some("link_flap".into()),
+            host: Some(host.into()),
+            device: dev.map(Into::into),
+            port: dev.map(|_| 1),
+            peer_host: Some("node001".into()),
+            ranks: Some(ranks),
+            ..JobRow::default()
+        }
+    }
+
+    #[test]
+    fn repeat_offenders_need_two_jobs_and_rank_by_cost() {
+        let rows = vec![
+            row("a", "node005", Some("mlx5_3"), 64),
+            row("b", "node005", Some("mlx5_3"), 16),
+            row("c", "node007", None, 8),
+            row("d", "node001", None, 1024),
+        ];
+        let mut rows = rows;
+        rows.push(row("e", "node009", None, 1000));
+        rows.push(row("f", "node009", None, 1000));
+        let f = fleet(&rows);
+        assert_eq!(f.offenders[0].key, "node009", "the costliest first");
+        assert_eq!(f.offenders[0].cost, 2000);
+        let f = fleet(&rows[..4]);
+        let keys: Vec<&str> = f.offenders.iter().map(|o| o.key.as_str()).collect();
+        assert!(keys.contains(&"node005 mlx5_3 port 1"));
+        assert!(keys.contains(&"node001 ↔ node005"));
+        assert!(!keys.contains(&"node007"));
+        assert!(
+            f.offenders
+                .iter()
+                .all(|o| o.jobs == vec!["a".to_string(), "b".to_string()] && o.cost == 80)
+        );
+    }
+}
