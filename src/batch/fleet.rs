@@ -2,7 +2,7 @@
 //! jobs — the repeat offenders — ranked by what they cost (the ranks of the
 //! jobs they took down).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -56,7 +56,8 @@ fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
 
 /// Aggregates the rows into repeat offenders (two or more jobs).
 pub fn fleet(rows: &[JobRow]) -> Fleet {
-    let mut by_key: BTreeMap<(&'static str, String), (String, BTreeSet<&JobRow>)> = BTreeMap::new();
+    let mut by_key: BTreeMap<(&'static str, String), (String, BTreeMap<&str, &JobRow>)> =
+        BTreeMap::new();
     for row in rows
         .iter()
         .filter(|r| r.error.is_none() && r.status.as_deref() != Some("healthy"))
@@ -64,9 +65,9 @@ pub fn fleet(rows: &[JobRow]) -> Fleet {
         for (kind, key, host) in implicated(row) {
             by_key
                 .entry((kind, key))
-                .or_insert_with(|| (host, BTreeSet::new()))
+                .or_insert_with(|| (host, BTreeMap::new()))
                 .1
-                .insert(row);
+                .insert(row.job_id.as_str(), row);
         }
     }
     let mut offenders: Vec<Offender> = by_key
@@ -87,9 +88,15 @@ pub fn fleet(rows: &[JobRow]) -> Fleet {
     }
 }
 
-fn offender(kind: &'static str, key: String, host: String, jobs: &BTreeSet<&JobRow>) -> Offender {
+fn offender(
+    kind: &'static str,
+    key: String,
+    host: String,
+    jobs: &BTreeMap<&str, &JobRow>,
+) -> Offender {
+    let jobs: Vec<&JobRow> = jobs.values().copied().collect();
     let mut causes = BTreeMap::new();
-    for j in jobs {
+    for j in &jobs {
         *causes
             .entry(j.cause.clone().unwrap_or_else(|| "unknown".into()))
             .or_insert(0) += 1;
@@ -104,20 +111,6 @@ fn offender(kind: &'static str, key: String, host: String, jobs: &BTreeSet<&JobR
         first_seen: times.iter().min().map(|t| t.to_string()),
         last_seen: times.iter().max().map(|t| t.to_string()),
         cost: jobs.iter().map(|j| u64::from(j.ranks.unwrap_or(1))).sum(),
-    }
-}
-
-impl PartialOrd for JobRow {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.job_id.cmp(&other.job_id))
-    }
-}
-
-impl Eq for JobRow {}
-
-impl Ord for JobRow {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.job_id.cmp(&other.job_id)
     }
 }
 
@@ -151,7 +144,7 @@ mod tests {
         rows.push(row("e", "node009", None, 1000));
         rows.push(row("f", "node009", None, 1000));
         let f = fleet(&rows);
-        assert_eq!(f.offenders[0].key, "node009", "the costliest first");
+        assert_eq!(f.offenders[0].host, "node009", "the costliest first");
         assert_eq!(f.offenders[0].cost, 2000);
         let f = fleet(&rows[..4]);
         let keys: Vec<&str> = f.offenders.iter().map(|o| o.key.as_str()).collect();
