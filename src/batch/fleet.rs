@@ -54,10 +54,12 @@ fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
     out
 }
 
+/// The jobs blaming one entity, by job id.
+type JobsById<'a> = BTreeMap<&'a str, &'a JobRow>;
+
 /// Aggregates the rows into repeat offenders (two or more jobs).
 pub fn fleet(rows: &[JobRow]) -> Fleet {
-    let mut by_key: BTreeMap<(&'static str, String), (String, BTreeMap<&str, &JobRow>)> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<(&'static str, String), (String, JobsById<'_>)> = BTreeMap::new();
     for row in rows
         .iter()
         .filter(|r| r.error.is_none() && r.status.as_deref() != Some("healthy"))
