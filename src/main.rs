@@ -102,6 +102,9 @@ struct AnalyzeArgs {
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
+    /// Also write the timeline as Chrome / Perfetto trace-event JSON.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// Extra grammar file(s) with in-house message patterns (TOML, see grammars/).
     #[arg(long = "grammar", value_name = "FILE")]
     grammars: Vec<PathBuf>,
@@ -172,6 +175,10 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         diagnosis: &analysis.diagnosis,
     };
     let written = write_reports(&args.out, &input, args.json_only)?;
+    if let Some(path) = &args.trace {
+        std::fs::write(path, ncclpm::report::trace::trace_json(&input))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if !args.quiet {
         let mut out = std::io::stdout().lock();
         write!(out, "{}", terminal::summary(&input))?;

@@ -327,3 +327,47 @@ fn a_hundred_megabyte_line_is_cut_not_buffered() {
         "line numbers stay right after the long line"
     );
 }
+
+#[test]
+fn trace_export_opens_as_trace_event_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, out_s) = out_dir(&tmp);
+    let trace = tmp.path().join("trace.json");
+    let o = ncclpm(&[
+        "analyze",
+        &sample("stalled-compute"),
+        "-o",
+        &out_s,
+        "--quiet",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["node001", "node002"]);
+    let spans: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(spans.len(), 7, "one open span per timed-out rank");
+    assert!(spans.iter().all(|s| {
+        s["args"]["open"] == true
+            && s["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("ALLREDUCE seq 4218")
+    }));
+    assert!(
+        events.iter().all(|e| e["ts"].as_i64().unwrap_or(0) >= 0),
+        "time zero is the earliest event"
+    );
+    let culprit_sort = events
+        .iter()
+        .find(|e| e["name"] == "process_sort_index" && e["args"]["sort_index"] == 0)
+        .expect("the culprit's host sorts first");
+    assert_eq!(culprit_sort["pid"], 2);
+}

@@ -4,6 +4,7 @@
 pub mod html;
 pub mod json;
 pub mod terminal;
+pub mod trace;
 
 use std::path::{Path, PathBuf};
 
