@@ -1,12 +1,13 @@
 //! The cause vocabulary of docs/verdict.md: one list for grammars, JSON, HTML
 //! and the batch index.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 macro_rules! cause_kinds {
     ($($variant:ident => $name:literal,)*) => {
         /// What made the job fail.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum CauseKind { $($variant,)* }
 

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
@@ -23,7 +24,7 @@ pub struct PathHints {
 }
 
 /// A file (or archive member) the analysis could not use, and why.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 pub struct Skipped {
     pub file: String,
     pub reason: String,

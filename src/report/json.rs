@@ -2,6 +2,7 @@
 //! Field order is fixed by these structs; maps are sorted; no clock is
 //! recorded, so the same input gives the same bytes.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::diagnose::{RankRow, Verdict};
@@ -11,13 +12,20 @@ use super::ReportInput;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Document<'a> {
+    /// Version of this document's layout; bumped only when a field is renamed
+    /// or removed (fields are added freely).
     pub schema_version: u32,
+    /// The tool that wrote the report.
     pub tool: Tool,
+    /// What the input was.
     pub job: JobFacts,
+    /// The conclusion: status, stuck ranks, collective, cause, evidence.
     pub verdict: &'a Verdict,
+    /// One row per rank of the job.
     pub ranks: &'a [RankRow],
+    /// Files (or archive members) not read, or read only in part, and why.
     pub skipped: &'a [Skipped],
     /// What input would have decided or strengthened the verdict.
     pub notes: &'a [String],
@@ -25,30 +33,43 @@ pub struct Document<'a> {
     pub input_health: Vec<FileHealth>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Tool {
+    /// Always `ncclpm`.
     pub name: &'static str,
+    /// The tool's version.
     pub version: &'static str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct JobFacts {
+    /// The path given to `ncclpm analyze`.
     pub path: String,
+    /// World size (the largest communicator), or the ranks seen.
     pub ranks: Option<u32>,
+    /// Host names as NCCL prints them (short names), sorted.
     pub hosts: Vec<String>,
+    /// The NCCL version (the highest, when hosts differ).
     pub nccl_version: Option<String>,
+    /// Every NCCL version seen; more than one is a configuration mismatch.
     pub nccl_versions: Vec<String>,
+    /// The PyTorch version, when a log states it.
     pub torch_version: Option<String>,
+    /// Files read (archive members count one each).
     pub files: usize,
+    /// Bytes read, after decompression.
     pub bytes: u64,
+    /// Lines read.
     pub lines: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct FileHealth {
     pub file: String,
     pub lines: u64,
+    /// Lines longer than the 64 KiB cap, cut there.
     pub truncated_lines: u64,
+    /// Matched lines that were not valid UTF-8 (shown with replacement characters).
     pub lossy_lines: u64,
 }
 
