@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::{CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
+use super::{
+    CounterDelta, CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
+};
 
 /// Index into `Job::events`.
 pub type EventIdx = usize;
@@ -177,6 +179,8 @@ pub struct Job {
     pub skipped: Vec<Skipped>,
     /// Counter readings from every dump, before and after.
     pub counters: Vec<CounterReading>,
+    /// Counters read both before and after, per host / device / port / name.
+    pub counter_deltas: Vec<CounterDelta>,
     /// Port states from fabric snapshots.
     pub ports: Vec<PortSnapshot>,
     /// GID tables from snapshots.

@@ -4,12 +4,14 @@
 //! then the network picture, the process groups and the deaths.
 
 mod collectives;
+mod counters;
 mod deaths;
 mod identity;
 mod network;
 
 use super::{Event, FileInfo, Job, SysRecord};
 
+pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
 
 /// Builds the job model from the file table and all events in (file, line) order.
@@ -27,6 +29,7 @@ pub fn build(
         ..Job::default()
     };
     sort_records(&mut job, records);
+    counters::collect(&mut job);
     identity::resolve(&mut job);
     network::collect(&mut job);
     collectives::collect(&mut job);

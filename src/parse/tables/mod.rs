@@ -1,8 +1,26 @@
 //! Table files: counter dumps, fabric snapshots and Flight Recorder dumps,
 //! read whole (they are small) into [`SysRecord`]s.
+//!
+//! One module per tool. Every parser takes the file's numbered lines, cites
+//! the line each value came from, and counts what it could not read instead
+//! of failing: junk never panics.
+
+mod common;
+mod ethtool;
+mod ibstat;
+mod ibstatus;
+mod ibv_devinfo;
+mod mlxlink;
+mod perfquery;
+mod rdma_stat;
+mod show_gids;
+mod sysfs;
+mod widths;
 
 use crate::ingest::{InputFile, TableKind};
 use crate::model::SysRecord;
+
+use common::TableCtx;
 
 /// Tables larger than this are not read (no real dump comes close).
 pub const MAX_TABLE_BYTES: u64 = 256 << 20;
@@ -18,9 +36,82 @@ pub struct TableParse {
 }
 
 /// Parses a whole table file of a known kind.
-pub fn parse_table(kind: TableKind, _data: &[u8], _file: &InputFile) -> TableParse {
-    TableParse {
-        error: Some(format!("{kind:?} files are not read yet")),
-        ..Default::default()
+pub fn parse_table(kind: TableKind, data: &[u8], file: &InputFile) -> TableParse {
+    let lines = common::lines(data);
+    let ctx = TableCtx::new(file, &lines);
+    let parse = match kind {
+        TableKind::SysfsCounters => sysfs::parse,
+        TableKind::Perfquery => perfquery::parse,
+        TableKind::EthtoolStats => ethtool::parse,
+        TableKind::RdmaStatistic => rdma_stat::parse,
+        TableKind::Ibstat => ibstat::parse,
+        TableKind::Ibstatus => ibstatus::parse,
+        TableKind::IbvDevinfo => ibv_devinfo::parse,
+        TableKind::ShowGids => show_gids::parse,
+        TableKind::Mlxlink => mlxlink::parse,
+        TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
+            return TableParse {
+                error: Some(format!("{kind:?} files are not read yet")),
+                ..Default::default()
+            };
+        }
+    };
+    let mut out = parse(&ctx, &lines);
+    if out.records.is_empty() && out.error.is_none() {
+        out.error = Some(format!(
+            "looks like {kind:?} output but holds nothing it could read ({} lines not understood)",
+            out.unparsed
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for the parsers' tests.
+
+    use super::*;
+    use crate::ingest::path_hints::hints_from_path;
+    use crate::model::{CounterReading, FileId, GidEntry, PortSnapshot};
+
+    pub fn parse_text(kind: TableKind, path: &str, text: &str) -> TableParse {
+        let file = InputFile {
+            id: FileId(0),
+            display: path.to_string(),
+            path: path.into(),
+            size: text.len() as u64,
+            hints: hints_from_path(path),
+        };
+        parse_table(kind, text.as_bytes(), &file)
+    }
+
+    pub fn counters(t: &TableParse) -> Vec<&CounterReading> {
+        t.records
+            .iter()
+            .filter_map(|r| match r {
+                SysRecord::Counter(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn ports(t: &TableParse) -> Vec<&PortSnapshot> {
+        t.records
+            .iter()
+            .filter_map(|r| match r {
+                SysRecord::Port(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn gids(t: &TableParse) -> Vec<&GidEntry> {
+        t.records
+            .iter()
+            .filter_map(|r| match r {
+                SysRecord::Gid(g) => Some(g),
+                _ => None,
+            })
+            .collect()
     }
 }
