@@ -116,3 +116,53 @@ fn junk_is_not_a_table() {
     assert_eq!(kind("Port 1:"), None);
     assert_eq!(kind("link"), None);
 }
+
+/// Every file of the shared corpus (beside the checkout, when present): the
+/// table captures are tables of their kind, the kernel and job logs are not.
+#[test]
+fn corpus_files_sniff_as_their_kind() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    let Ok(parts) = std::fs::read_dir(&root) else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for part in parts.flatten() {
+        for case in std::fs::read_dir(part.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for file in std::fs::read_dir(case.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let path = file.path();
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                if name == "meta.json" || !path.is_file() {
+                    continue;
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                let head = &bytes[..bytes.len().min(crate::ingest::sniff::SNIFF_BYTES)];
+                let got = sniff_table(head);
+                let want = match name.as_str() {
+                    "sysfs-counters.txt" => Some(TableKind::SysfsCounters),
+                    "perfquery.txt" => Some(TableKind::Perfquery),
+                    "ethtool-S.txt" => Some(TableKind::EthtoolStats),
+                    "show_gids.txt" => Some(TableKind::ShowGids),
+                    "mlxlink.txt" => Some(TableKind::Mlxlink),
+                    "ibv_devinfo.txt" => Some(TableKind::IbvDevinfo),
+                    // ibstat.txt holds ibstat or ibstatus output.
+                    "ibstat.txt" => {
+                        got.filter(|k| matches!(k, TableKind::Ibstat | TableKind::Ibstatus))
+                    }
+                    _ => None,
+                };
+                if got != want || (name == "ibstat.txt" && got.is_none()) {
+                    problems.push(format!("{}: got {got:?}, want {want:?}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
