@@ -227,7 +227,7 @@ fn is_dotted_field(t: &str) -> bool {
     }
 }
 
-/// `GID[  3]:		::ffff:200.0.209.6, RoCE v2` (ibv_devinfo -v).
+/// `GID[  3]:        ::ffff:200.0.209.6, RoCE v2` (ibv_devinfo -v).
 fn is_gid_line(t: &str) -> bool {
     let t = t.trim();
     t.starts_with("GID[") && t.contains("]:")

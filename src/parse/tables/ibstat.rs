@@ -2,12 +2,12 @@
 //!
 //! ```text
 //! CA 'mlx5_2'
-//! 	Firmware version: 22.38.1002
-//! 	Port 1:
-//! 		State: Down
-//! 		Physical state: Disabled
-//! 		Rate: 40
-//! 		Link layer: Ethernet
+//!     Firmware version: 22.38.1002
+//!     Port 1:
+//!         State: Down
+//!         Physical state: Disabled
+//!         Rate: 40
+//!         Link layer: Ethernet
 //! ```
 //!
 //! A nested block format (CA, then ports, then fields) read with `nom` line

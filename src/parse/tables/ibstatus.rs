@@ -2,11 +2,11 @@
 //!
 //! ```text
 //! Infiniband device 'mlx5_11' port 1 status:
-//! 	base lid:	 0xffff
-//! 	state:		 1: DOWN
-//! 	phys state:	 3: Disabled
-//! 	rate:		 10 Gb/sec (4X SDR)
-//! 	link_layer:	 InfiniBand
+//!     base lid:     0xffff
+//!     state:         1: DOWN
+//!     phys state:     3: Disabled
+//!     rate:         10 Gb/sec (4X SDR)
+//!     link_layer:     InfiniBand
 //! ```
 //!
 //! Lids are hex; `0xffff` means never assigned. Tabs may have become spaces.

@@ -1,13 +1,13 @@
 //! `ibv_devinfo` (rdma-core libibverbs), plain or `-v`:
 //!
 //! ```text
-//! hca_id:	mlx5_bond_0
-//! 	fw_ver:				16.28.2006
-//! 		port:	1
-//! 			state:			PORT_ACTIVE (4)
-//! 			active_mtu:		1024 (3)
-//! 			link_layer:		Ethernet
-//! 			GID[  3]:		::ffff:200.0.209.6, RoCE v2
+//! hca_id:    mlx5_bond_0
+//!     fw_ver:                16.28.2006
+//!         port:    1
+//!             state:            PORT_ACTIVE (4)
+//!             active_mtu:        1024 (3)
+//!             link_layer:        Ethernet
+//!             GID[  3]:        ::ffff:200.0.209.6, RoCE v2
 //! ```
 //!
 //! Ports become snapshots (state, MTUs, lids, link layer, width × speed as the

@@ -1,9 +1,9 @@
 //! mlnx-tools `show_gids`:
 //!
 //! ```text
-//! DEV	PORT	INDEX	GID					IPv4  		VER	DEV
-//! ---	----	-----	---					------------  	---	---
-//! mlx5_0	1	3	0000:0000:0000:0000:0000:ffff:0a6c:a424	10.108.164.36  	v2	eth01
+//! DEV    PORT    INDEX    GID                    IPv4          VER    DEV
+//! ---    ----    -----    ---                    ------------      ---    ---
+//! mlx5_0    1    3    0000:0000:0000:0000:0000:ffff:0a6c:a424    10.108.164.36      v2    eth01
 //! n_gids_found=12
 //! ```
 //!
