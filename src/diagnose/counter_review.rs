@@ -220,9 +220,17 @@ pub fn describe(d: &CounterDelta) -> String {
     )
 }
 
-/// `node005 mlx5_3 port 1`.
+/// `node005 mlx5_3 port 1`; unknown parts are left out.
 pub fn place(host: Option<&str>, device: &str, port: Option<u32>) -> String {
-    let mut s = format!("{} {device}", host.unwrap_or("?"));
+    let device = if device == "?" {
+        "an unnamed HCA"
+    } else {
+        device
+    };
+    let mut s = match host {
+        Some(h) => format!("{h} {device}"),
+        None => device.to_string(),
+    };
     if let Some(p) = port {
         s.push_str(&format!(" port {p}"));
     }
@@ -297,6 +305,21 @@ mod tests {
             1000,
         );
         assert_eq!(judge(cnp, &delta("np_cnp_sent", 0, 500), &t), Some(false));
+    }
+
+    #[test]
+    fn pause_storms_are_congestion_but_a_few_pauses_are_not() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let t = Traffic::new();
+        let storm = kb.lookup("tx_pause_storm_error_events").unwrap();
+        assert_eq!(storm.cause, Some(CauseKind::Congestion));
+        assert!(judge(storm, &delta("tx_pause_storm_error_events", 0, 1), &t).is_some());
+        let pause = kb.lookup("rx_prio3_pause").unwrap();
+        assert_eq!(judge(pause, &delta("rx_prio3_pause", 0, 50), &t), None);
+        assert_eq!(
+            judge(pause, &delta("rx_prio3_pause", 0, 5_000_000), &t),
+            Some(true)
+        );
     }
 
     #[test]

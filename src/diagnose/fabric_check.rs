@@ -563,3 +563,167 @@ fn nccl_defaults_to_index_0(job: &Job) -> Option<bool> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FileId, Origin};
+
+    fn port(host: &str, dev: &str, state: &str, rate: f64, mtu: u32) -> PortSnapshot {
+        let line = SourceLine {
+            origin: Origin {
+                file: FileId(0),
+                line: 1,
+            },
+            text: "State: x".into(),
+        };
+        PortSnapshot {
+            host: Some(host.into()),
+            device: dev.into(),
+            port: Some(1),
+            state: Some(state.into()),
+            phys_state: Some(
+                if state == "Down" {
+                    "Disabled"
+                } else {
+                    "LinkUp"
+                }
+                .into(),
+            ),
+            rate_gbps: Some(rate),
+            rate_placeholder: state == "Down",
+            link_layer: Some("InfiniBand".into()),
+            active_mtu: Some(mtu),
+            firmware: Some("28.39.1002".into()),
+            lines: BTreeMap::from([("state", line)]),
+            ..PortSnapshot::default()
+        }
+    }
+
+    fn kinds(job: &Job) -> Vec<(FindingKind, String)> {
+        check(job, &NicUse::new(job))
+            .into_iter()
+            .map(|f| (f.kind, f.host.unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn ports_below_the_fabric_and_odd_mtus() {
+        let job = Job {
+            ports: vec![
+                port("a1", "mlx5_0", "Active", 400.0, 4096),
+                port("a2", "mlx5_0", "Active", 400.0, 4096),
+                port("a3", "mlx5_0", "Active", 200.0, 2048),
+                port("a4", "mlx5_0", "Down", 40.0, 4096),
+                port("a5", "mlx5_0", "Initializing", 400.0, 4096),
+            ],
+            ..Job::default()
+        };
+        let k = kinds(&job);
+        assert!(
+            k.contains(&(FindingKind::RateBelowFabric, "a3".into())),
+            "{k:?}"
+        );
+        assert!(
+            k.contains(&(FindingKind::MtuMismatch, "a3".into())),
+            "{k:?}"
+        );
+        assert!(
+            k.contains(&(FindingKind::PortNotActive, "a4".into())),
+            "{k:?}"
+        );
+        assert!(
+            k.contains(&(FindingKind::NoSubnetManager, "a5".into())),
+            "{k:?}"
+        );
+        // The placeholder rate of a Down port is not compared.
+        assert!(
+            !k.contains(&(FindingKind::RateBelowFabric, "a4".into())),
+            "{k:?}"
+        );
+    }
+
+    #[test]
+    fn bad_ber_is_a_link_finding() {
+        let mut p = port("b1", "mlx5_1", "Active", 400.0, 4096);
+        p.effective_ber = Some(1e-10);
+        let job = Job {
+            ports: vec![p],
+            ..Job::default()
+        };
+        let f = check(&job, &NicUse::new(&job));
+        assert_eq!(f[0].kind, FindingKind::HighBer);
+        assert_eq!(f[0].cause, CauseKind::LinkFlap);
+    }
+
+    fn gid(index: u32, gid: &str, ipv4: Option<&str>, version: &str) -> GidEntry {
+        GidEntry {
+            host: Some("r1".into()),
+            device: "mlx5_bond_0".into(),
+            port: Some(1),
+            index,
+            gid: gid.into(),
+            ipv4: ipv4.map(str::to_string),
+            version: Some(version.into()),
+            netdev: Some("bond0".into()),
+            origin: Some(Origin {
+                file: FileId(0),
+                line: u64::from(index) + 3,
+            }),
+            text: format!("mlx5_bond_0\t1\t{index}\t{gid}").into(),
+        }
+    }
+
+    #[test]
+    fn nccl_ib_gid_index_on_a_link_local_entry() {
+        let mut job = Job {
+            gids: vec![
+                gid(0, "fe80:0000:0000:0000:0e42:a1ff:fead:479a", None, "v1"),
+                gid(1, "fe80:0000:0000:0000:0e42:a1ff:fead:479a", None, "v2"),
+                gid(
+                    3,
+                    "0000:0000:0000:0000:0000:ffff:0a60:531a",
+                    Some("10.96.83.26"),
+                    "v2",
+                ),
+            ],
+            ..Job::default()
+        };
+        job.env.insert(
+            "NCCL_IB_GID_INDEX".into(),
+            BTreeMap::from([("1".into(), BTreeSet::from(["rank 0".to_string()]))]),
+        );
+        let f = check(&job, &NicUse::new(&job));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind, FindingKind::GidIndexUnusable);
+        assert_eq!(f[0].line, Some(4));
+        assert!(
+            f[0].detail.contains("link-local RoCE v2"),
+            "{}",
+            f[0].detail
+        );
+        job.env.clear();
+        job.nccl_versions.insert("2.18.3".into());
+        let f = check(&job, &NicUse::new(&job));
+        assert_eq!(f[0].kind, FindingKind::GidIndexDefault);
+        assert!(f[0].weight >= 0.35);
+        job.nccl_versions.insert("2.21.5".into());
+        assert!(check(&job, &NicUse::new(&job)).is_empty());
+    }
+
+    #[test]
+    fn roce_ports_without_a_routable_gid() {
+        let job = Job {
+            gids: vec![gid(
+                0,
+                "fe80:0000:0000:0000:0e42:a1ff:fe40:29a1",
+                None,
+                "v1",
+            )],
+            ..Job::default()
+        };
+        let f = check(&job, &NicUse::new(&job));
+        assert_eq!(f[0].kind, FindingKind::NoRoceV2Ipv4Gid);
+        assert_eq!(f[0].cause, CauseKind::GidIndex);
+    }
+}
