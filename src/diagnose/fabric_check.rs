@@ -205,6 +205,16 @@ fn port_state(p: &PortSnapshot, add: &mut impl Report) {
                 p.state.as_deref().unwrap_or("?")
             ),
         ),
+        Some("Active") if p.link_layer.as_deref() == Some("InfiniBand") && p.sm_lid == Some(0) => {
+            add(
+                p,
+                FindingKind::NoSubnetManager,
+                CauseKind::PortDegraded,
+                (0.45, 0.25, 0.1),
+                "sm_lid",
+                format!("{at} reports no subnet manager (SM lid 0)"),
+            )
+        }
         Some(s) if s != "Active" => add(
             p,
             FindingKind::PortNotActive,
@@ -616,6 +626,10 @@ mod tests {
                 port("a3", "mlx5_0", "Active", 200.0, 2048),
                 port("a4", "mlx5_0", "Down", 40.0, 4096),
                 port("a5", "mlx5_0", "Initializing", 400.0, 4096),
+                PortSnapshot {
+                    sm_lid: Some(0),
+                    ..port("a6", "mlx5_0", "Active", 400.0, 4096)
+                },
             ],
             ..Job::default()
         };

@@ -115,3 +115,63 @@ pub(crate) mod testing {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod junk_tests {
+    use super::testing::parse_text;
+    use super::*;
+
+    const KINDS: &[TableKind] = &[
+        TableKind::SysfsCounters,
+        TableKind::Perfquery,
+        TableKind::EthtoolStats,
+        TableKind::RdmaStatistic,
+        TableKind::Ibstat,
+        TableKind::Ibstatus,
+        TableKind::IbvDevinfo,
+        TableKind::ShowGids,
+        TableKind::Mlxlink,
+    ];
+
+    const SAMPLES: &[&str] = &[
+        include_str!("../../../tests/data/tables/sysfs-gpud-h100-ndr.txt"),
+        include_str!("../../../tests/data/tables/perfquery-legacy-watch-mlx4.txt"),
+        include_str!("../../../tests/data/tables/ethtool-grep-cx4lx-pause.txt"),
+        include_str!("../../../tests/data/tables/ibstat-gpud-h100-some-down.txt"),
+        include_str!("../../../tests/data/tables/ibstatus-nccl1935-all-down.txt"),
+        include_str!("../../../tests/data/tables/ibv_devinfo-nccl426-bond.txt"),
+        include_str!("../../../tests/data/tables/show_gids-cx4lx-4port.txt"),
+        include_str!("../../../tests/data/tables/mlxlink-c-ansi.txt"),
+        "[{\"ifname\":\"mlx5_0\",\"port\":1,\"x\":-5}]",
+        "link mlx5_0/1 a -99999999999999 b\n  c\nlink /\nlink x/y z 1",
+    ];
+
+    /// Every parser survives every truncation of every sample, and binary junk.
+    #[test]
+    fn every_parser_takes_junk_without_panicking() {
+        for kind in KINDS {
+            for text in SAMPLES {
+                let mut cut = 0;
+                while cut <= text.len() {
+                    if text.is_char_boundary(cut) {
+                        let _ = parse_text(*kind, "node1/x.txt", &text[..cut]);
+                    }
+                    cut += 41;
+                }
+                let _ = parse_text(*kind, "node1/x.txt", text);
+            }
+            let junk: Vec<u8> = (0..4096u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect();
+            let file = InputFile {
+                id: crate::model::FileId(0),
+                display: "j".into(),
+                path: "j".into(),
+                size: 0,
+                hints: Default::default(),
+            };
+            let t = parse_table(*kind, &junk, &file);
+            assert!(t.records.is_empty() || t.unparsed > 0);
+        }
+    }
+}
