@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::grammar::knowledge::fill_template;
-use crate::model::{EventIdx, EventKind};
+use crate::model::{EventIdx, EventKind, Origin, SourceLine};
 
 use super::hang::Hang;
-use super::hypothesis::Hypothesis;
+use super::hypothesis::{Hypothesis, Support};
 use super::rules::Ctx;
 use super::verdict::{Cause, Evidence};
 
@@ -28,6 +28,52 @@ pub fn evidence_for(ctx: &Ctx<'_>, idx: EventIdx, why: &str) -> Evidence {
     }
 }
 
+/// What a support cites: an event, or a line of a table file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Cited {
+    Event(EventIdx),
+    Table(Origin),
+}
+
+/// A support as evidence, once per cited line.
+fn cite(
+    ctx: &Ctx<'_>,
+    s: &Support,
+    seen: &mut std::collections::BTreeSet<Cited>,
+) -> Option<Evidence> {
+    if let Some(e) = s.event {
+        return seen
+            .insert(Cited::Event(e))
+            .then(|| evidence_for(ctx, e, &s.why));
+    }
+    let line = s.table.as_ref()?;
+    seen.insert(Cited::Table(line.origin))
+        .then(|| table_evidence(ctx, line, &s.why))
+}
+
+/// A table line (a counter reading, a snapshot field) as cited evidence.
+pub fn table_evidence(ctx: &Ctx<'_>, line: &SourceLine, why: &str) -> Evidence {
+    let file = ctx.job.files.get(line.origin.file.0 as usize);
+    Evidence {
+        file: ctx.job.file_path(line.origin.file).to_string(),
+        line: line.origin.line,
+        time: None,
+        rank: None,
+        host: file.and_then(|f| f.hints.host.clone()),
+        text: capped(&line.text),
+        why: why.to_string(),
+    }
+}
+
+/// A table line can be long (one-line JSON): cite its start, marked with `…`.
+fn capped(text: &str) -> String {
+    const MAX: usize = 2000;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
 pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     let text = ctx.kb.cause(h.kind);
     let values = template_values(h, hang);
@@ -35,11 +81,7 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     let evidence = h
         .ranked_support()
         .into_iter()
-        .filter_map(|s| {
-            s.event
-                .filter(|e| seen.insert(*e))
-                .map(|e| evidence_for(ctx, e, &s.why))
-        })
+        .filter_map(|s| cite(ctx, s, &mut seen))
         .take(MAX_CAUSE_EVIDENCE)
         .collect();
     Cause {

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{CauseKind, EventIdx};
+use crate::model::{CauseKind, EventIdx, SourceLine};
 
 /// Where a piece of support comes from (independent sources combine).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -18,6 +18,10 @@ pub enum Source {
     Launcher,
     /// The shape of the logs: who timed out, who was silent, sequence numbers.
     Pattern,
+    /// Counter deltas between dumps taken before and after the job.
+    Counters,
+    /// Fabric snapshots: ibstat, ibstatus, ibv_devinfo, show_gids, mlxlink.
+    Snapshot,
 }
 
 #[derive(Debug, Clone)]
@@ -25,6 +29,8 @@ pub struct Support {
     pub source: Source,
     pub weight: f64,
     pub event: Option<EventIdx>,
+    /// A line of a table file (counter dump, snapshot) cited instead of an event.
+    pub table: Option<SourceLine>,
     pub why: String,
 }
 
@@ -71,6 +77,24 @@ impl Hypothesis {
             source,
             weight,
             event,
+            table: None,
+            why: why.into(),
+        });
+    }
+
+    /// Support that cites a table line (a counter reading, a snapshot field).
+    pub fn support_table(
+        &mut self,
+        source: Source,
+        weight: f64,
+        line: SourceLine,
+        why: impl Into<String>,
+    ) {
+        self.support.push(Support {
+            source,
+            weight,
+            event: None,
+            table: Some(line),
             why: why.into(),
         });
     }
@@ -97,9 +121,18 @@ impl Hypothesis {
     /// Support ordered strongest first, then by line position, for evidence lists.
     pub fn ranked_support(&self) -> Vec<&Support> {
         let mut v: Vec<&Support> = self.support.iter().collect();
-        v.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.event.cmp(&b.event)));
+        v.sort_by(|a, b| {
+            b.weight
+                .total_cmp(&a.weight)
+                .then(a.event.cmp(&b.event))
+                .then_with(|| cited_origin(a).cmp(&cited_origin(b)))
+        });
         v
     }
+}
+
+fn cited_origin(s: &Support) -> Option<crate::model::Origin> {
+    s.table.as_ref().map(|t| t.origin)
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! Diagnose: from the joined job to the verdict — the stuck rank(s), the
 //! collective, and the ranked causes with their evidence.
 
+mod counter_review;
 mod evidence;
+mod fabric_check;
 mod hang;
 mod hypothesis;
+mod nic_use;
 mod ranks;
 mod rules;
 mod select;
@@ -15,6 +18,8 @@ use crate::grammar::knowledge::Knowledge;
 use crate::model::{EventKind, Job};
 use crate::timeline::Timeline;
 
+pub use counter_review::CounterRow;
+pub use fabric_check::{FabricFinding, FindingKind};
 pub use hang::Hang;
 pub use verdict::{Cause, Collective, Diagnosis, Evidence, RankRow, RankState, Status, Verdict};
 
@@ -48,6 +53,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
         .collect();
     let verdict_evidence = evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref());
     let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
+    let (counters, fabric) = rules::fabric_review(&ctx, hang.as_ref());
     Diagnosis {
         verdict: Verdict {
             status,
@@ -59,6 +65,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
         },
         ranks,
         notes: select::missing_inputs(&ctx, hang.as_ref()),
+        counters,
+        fabric,
     }
 }
 

@@ -169,4 +169,8 @@ pub struct Diagnosis {
     pub ranks: Vec<RankRow>,
     /// What input was missing and would have helped.
     pub notes: Vec<String>,
+    /// Counter rises between the dumps before and after, suspicious first.
+    pub counters: Vec<super::CounterRow>,
+    /// What the fabric snapshots show is wrong.
+    pub fabric: Vec<super::FabricFinding>,
 }

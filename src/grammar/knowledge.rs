@@ -6,6 +6,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 use super::GrammarError;
+use super::counters::CounterKnowledge;
 use crate::model::CauseKind;
 use crate::model::build::ConsequenceRules;
 
@@ -87,11 +88,15 @@ pub struct Knowledge {
     gpu_errors: Vec<(String, f64)>,
     ibv_wc_status: BTreeMap<i64, CodeText>,
     nccl_result: BTreeMap<i64, CodeText>,
+    /// What NIC and IB counters mean (`grammars/counters.toml`).
+    pub counters: CounterKnowledge,
 }
 
 impl Knowledge {
     pub fn builtin() -> Result<Knowledge, GrammarError> {
-        Knowledge::parse("knowledge.toml", KNOWLEDGE)
+        let mut k = Knowledge::parse("knowledge.toml", KNOWLEDGE)?;
+        k.counters = CounterKnowledge::builtin()?;
+        Ok(k)
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Knowledge, GrammarError> {
@@ -150,6 +155,7 @@ impl Knowledge {
                 .collect(),
             ibv_wc_status: table(raw.ibv_wc_status),
             nccl_result: table(raw.nccl_result),
+            counters: CounterKnowledge::default(),
         })
     }
 

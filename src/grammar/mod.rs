@@ -7,6 +7,7 @@
 //! order on those lines only.
 
 mod compile;
+pub mod counters;
 mod fields;
 pub mod knowledge;
 pub mod spec;

@@ -102,6 +102,9 @@ fn sniff_kind(head: &[u8]) -> FileKind {
             why: "binary content (many NUL or control bytes)",
         };
     }
+    if let Some(table) = super::sniff_tables::sniff_table(head) {
+        return FileKind::Table(table);
+    }
     FileKind::Log
 }
 

@@ -1,9 +1,320 @@
 //! Recognising table files (counter dumps, fabric snapshots, Flight Recorder
 //! JSON) by their content.
+//!
+//! Each kind has a *header* (a line only that tool prints: `CA '…'`,
+//! `# Port counters:`, `NIC statistics:`, …) and a *line shape* its other
+//! lines fit. A file is a table when a header sits among its first lines and
+//! most of its head fits the shape, or, for header-less captures (grep'd
+//! sysfs or ethtool, `rdma statistic` lines), when nearly every line fits.
+//! Logs fail both tests: a pasted `ibstat` in the middle of a Slurm log stays
+//! a log.
+
+use std::borrow::Cow;
 
 use super::sniff::TableKind;
 
+/// Lines of the head looked at.
+const HEAD_LINES: usize = 200;
+/// A header must appear within this many non-empty lines.
+const HEADER_WITHIN: usize = 6;
+/// Share of lines that must fit a kind that has a header.
+const FIT_WITH_HEADER: f64 = 0.6;
+/// Share of lines that must fit a header-less capture.
+const FIT_WITHOUT_HEADER: f64 = 0.9;
+
+/// Names that make a bare `name value` list a counter dump.
+const COUNTER_ANCHORS: &[&str] = &[
+    "symbol_error",
+    "link_downed",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_wait",
+    "local_ack_timeout_err",
+    "out_of_sequence",
+    "out_of_buffer",
+    "packet_seq_err",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+    "req_cqe_error",
+    "resp_cqe_error",
+    "rx_write_requests",
+    "roce_adp_retrans",
+];
+
 /// The table kind a file's head looks like, if any.
-pub fn sniff_table(_head: &[u8]) -> Option<TableKind> {
+pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
+    let text = String::from_utf8_lossy(head);
+    let lines: Vec<Cow<'_, str>> = text
+        .lines()
+        .take(HEAD_LINES)
+        .map(strip_ansi)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    // A head cut mid-line would count its last line as a misfit.
+    let lines = if head.len() >= super::sniff::SNIFF_BYTES && lines.len() > 1 {
+        &lines[..lines.len() - 1]
+    } else {
+        &lines[..]
+    };
+    if lines.is_empty() {
+        return None;
+    }
+    if let Some(kind) = with_header(lines) {
+        return Some(kind);
+    }
+    without_header(lines)
+}
+
+/// Kinds recognised by a header line, in the order they are tried.
+fn with_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
+    const KINDS: &[TableKind] = &[
+        TableKind::ShowGids,
+        TableKind::Ibstat,
+        TableKind::Ibstatus,
+        TableKind::IbvDevinfo,
+        TableKind::Perfquery,
+        TableKind::Mlxlink,
+        TableKind::EthtoolStats,
+        TableKind::SysfsCounters,
+        TableKind::RdmaStatistic,
+    ];
+    KINDS.iter().copied().find(|&kind| {
+        let header = lines
+            .iter()
+            .take(HEADER_WITHIN)
+            .any(|l| is_header(kind, l.trim_end()));
+        header && share(lines, |l| fits(kind, l)) >= FIT_WITH_HEADER
+    })
+}
+
+/// Captures whose header was lost (`grep`) or that never had one.
+fn without_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
+    if lines.iter().all(|l| {
+        l.trim_start().starts_with("[{\"ifname\"")
+            || l.trim_start().starts_with('[') && l.contains("\"ifname\"")
+    }) && lines[0].contains("\"port\"")
+    {
+        return Some(TableKind::RdmaStatistic);
+    }
+    let sysfs_paths = lines.iter().filter(|l| is_sysfs_path_line(l)).count();
+    if sysfs_paths > 0 && share(lines, |l| fits(TableKind::SysfsCounters, l)) >= FIT_WITHOUT_HEADER
+    {
+        return Some(TableKind::SysfsCounters);
+    }
+    if lines.len() >= 2
+        && share(lines, |l| is_rdma_stat_line(l) || is_rdma_pair(l)) >= FIT_WITHOUT_HEADER
+        && lines.iter().any(|l| is_rdma_stat_line(l))
+    {
+        return Some(TableKind::RdmaStatistic);
+    }
+    if lines.len() >= 2
+        && share(lines, is_indented_stat) >= FIT_WITHOUT_HEADER
+        && lines.iter().any(|l| looks_like_ethtool_name(stat_name(l)))
+    {
+        return Some(TableKind::EthtoolStats);
+    }
+    if lines.iter().any(|l| is_gid_line(l))
+        && share(lines, |l| is_gid_line(l) || fits(TableKind::IbvDevinfo, l)) >= FIT_WITHOUT_HEADER
+    {
+        return Some(TableKind::IbvDevinfo);
+    }
+    let listed = lines.iter().filter(|l| is_name_value(l)).count();
+    let anchors = lines
+        .iter()
+        .filter(|l| is_name_value(l) && COUNTER_ANCHORS.contains(&stat_name(l)))
+        .count();
+    if listed >= 2 && anchors >= 1 && listed as f64 >= lines.len() as f64 * FIT_WITHOUT_HEADER {
+        return Some(TableKind::SysfsCounters);
+    }
     None
 }
+
+fn is_header(kind: TableKind, line: &str) -> bool {
+    let t = line.trim_start();
+    match kind {
+        TableKind::ShowGids => {
+            let cols: Vec<&str> = t.split_whitespace().take(4).collect();
+            cols == ["DEV", "PORT", "INDEX", "GID"]
+        }
+        TableKind::Ibstat => t.starts_with("CA '") && t.ends_with('\''),
+        TableKind::Ibstatus => t.starts_with("Infiniband device '") && t.ends_with("status:"),
+        TableKind::IbvDevinfo => t.starts_with("hca_id:"),
+        TableKind::Perfquery => {
+            t.starts_with("# Port") && t.contains(" counters: ") && t.contains(" port ")
+        }
+        TableKind::Mlxlink => matches!(
+            t,
+            "Operational Info" | "Physical Counters and BER Info" | "Troubleshooting Info"
+        ),
+        TableKind::EthtoolStats => t == "NIC statistics:",
+        TableKind::SysfsCounters => {
+            t.starts_with("Port ") && t.ends_with(" counters:") && t.len() < 40
+        }
+        TableKind::RdmaStatistic => is_rdma_stat_line(t),
+        _ => false,
+    }
+}
+
+/// Whether a line fits a kind's shape (blank lines never reach here).
+fn fits(kind: TableKind, line: &str) -> bool {
+    let t = line.trim();
+    if is_header(kind, line) || is_prompt(t) {
+        return true;
+    }
+    match kind {
+        TableKind::ShowGids => {
+            t.starts_with("---") || t.starts_with("n_gids_found=") || line.split('\t').count() >= 5
+        }
+        TableKind::Ibstat => {
+            line.starts_with(['\t', ' ']) && t.contains(':') || t.starts_with("ibpanic:")
+        }
+        TableKind::Ibstatus => line.starts_with(['\t', ' ']) && t.contains(':'),
+        TableKind::IbvDevinfo => line.starts_with(['\t', ' ']) && t.contains(':'),
+        TableKind::Perfquery => is_dotted_field(t) || t.starts_with("Every "),
+        TableKind::Mlxlink => {
+            t.contains(" : ")
+                || t.bytes().all(|b| b == b'-')
+                || t.starts_with("-E-")
+                || t.starts_with("-W-")
+                || t.starts_with("===")
+                || !t.contains(':') && t.split_whitespace().count() <= 6
+        }
+        TableKind::EthtoolStats => is_indented_stat(line) || is_name_value(t),
+        TableKind::SysfsCounters => is_sysfs_path_line(t) || is_name_value(t),
+        TableKind::RdmaStatistic => is_rdma_stat_line(t) || is_rdma_pair(line),
+        _ => false,
+    }
+}
+
+fn share(lines: &[Cow<'_, str>], pred: impl Fn(&str) -> bool) -> f64 {
+    let n = lines.iter().filter(|l| pred(l)).count();
+    n as f64 / lines.len() as f64
+}
+
+/// `$ ibstat`, `[root@node5 ~]# perfquery -x`: a shell prompt in a capture.
+fn is_prompt(t: &str) -> bool {
+    t.starts_with("$ ") || (t.starts_with('[') && t.contains("]# ")) || t.contains("]$ ")
+}
+
+/// `/sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error:0`.
+fn is_sysfs_path_line(t: &str) -> bool {
+    let Some((path, value)) = t.split_once(':') else {
+        return false;
+    };
+    let in_ib = path.contains("/ports/")
+        || path.contains("/counters/")
+        || path.contains("/hw_counters/")
+        || path.starts_with("counters/")
+        || path.starts_with("hw_counters/");
+    in_ib && !path.contains(' ') && !value.is_empty()
+}
+
+/// `SymbolErrorCounter:..............0`.
+fn is_dotted_field(t: &str) -> bool {
+    match t.split_once(':') {
+        Some((name, rest)) => {
+            !name.is_empty()
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && rest.starts_with("..")
+        }
+        None => false,
+    }
+}
+
+/// `GID[  3]:        ::ffff:200.0.209.6, RoCE v2` (ibv_devinfo -v).
+fn is_gid_line(t: &str) -> bool {
+    let t = t.trim();
+    t.starts_with("GID[") && t.contains("]:")
+}
+
+/// `link mlx5_0/1 rx_write_requests 0 …` (or a `rdma link` line).
+fn is_rdma_stat_line(t: &str) -> bool {
+    let mut w = t.split_whitespace();
+    w.next() == Some("link")
+        && w.next().is_some_and(|dp| {
+            dp.rsplit_once('/')
+                .is_some_and(|(d, p)| !d.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// An indented `name value` pair of `rdma statistic -p`.
+fn is_rdma_pair(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    line.starts_with(char::is_whitespace)
+        && words.len() == 2
+        && words[1]
+            .trim_start_matches('-')
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+}
+
+/// `     rx_discards_phy: 0`: ethtool's five-space indent.
+fn is_indented_stat(line: &str) -> bool {
+    line.starts_with(char::is_whitespace) && is_name_value(line.trim()) && line.contains(": ")
+}
+
+/// `name: 123` or `name 123`, integer values only.
+fn is_name_value(t: &str) -> bool {
+    let t = t.trim();
+    let (name, value) = match t.split_once(':') {
+        Some((n, v)) => (n, v.trim()),
+        None => match t.split_once(' ') {
+            Some((n, v)) => (n, v.trim()),
+            None => return false,
+        },
+    };
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn stat_name(t: &str) -> &str {
+    let t = t.trim();
+    t.split([':', ' ']).next().unwrap_or(t)
+}
+
+/// mlx5 ethtool names: `_phy` groups, per-queue `rx3_…`, `ch0_…`, prio groups.
+fn looks_like_ethtool_name(name: &str) -> bool {
+    name.ends_with("_phy")
+        || name.contains("prio")
+        || name.contains("pause")
+        || name.starts_with("ch")
+            && name[2..]
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .starts_with('_')
+        || name.starts_with("rx_")
+        || name.starts_with("tx_")
+        || name.starts_with("rx") && name[2..].starts_with(|c: char| c.is_ascii_digit())
+        || name.starts_with("tx") && name[2..].starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn strip_ansi(line: &str) -> Cow<'_, str> {
+    if !line.contains('\x1b') {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests;

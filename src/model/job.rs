@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
+use super::{
+    CounterDelta, CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
+};
 
 /// Index into `Job::events`.
 pub type EventIdx = usize;
@@ -178,6 +180,8 @@ pub struct Job {
     pub skipped: Vec<Skipped>,
     /// Counter readings from every dump, before and after.
     pub counters: Vec<CounterReading>,
+    /// Counters read both before and after, per host / device / port / name.
+    pub counter_deltas: Vec<CounterDelta>,
     /// Port states from fabric snapshots.
     pub ports: Vec<PortSnapshot>,
     /// GID tables from snapshots.

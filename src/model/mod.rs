@@ -15,7 +15,7 @@ pub use job::{
     RankInfo, Skipped,
 };
 pub use sys::{
-    CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig, FlightPgStatus,
-    GidEntry, Phase, PortSnapshot, SysRecord,
+    CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
+    FlightPgStatus, GidEntry, Phase, PortSnapshot, SourceLine, SysRecord,
 };
 pub use time::RawTime;

@@ -2,6 +2,9 @@
 //! fabric snapshots (ibstat, ibstatus, ibv_devinfo, show_gids, mlxlink) and
 //! PyTorch Flight Recorder dumps. Each keeps its origin for citation.
 
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Origin;
@@ -17,7 +20,7 @@ pub enum Phase {
 }
 
 /// Which tool printed a counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CounterSource {
     /// `/sys/class/infiniband/<dev>/ports/<p>/counters/`.
@@ -43,8 +46,48 @@ pub struct CounterReading {
     pub phase: Phase,
     /// Width in bits where the counter saturates (legacy IB PMA counters).
     pub width_bits: Option<u8>,
+    /// When the dump was taken, as `YYYYMMDDhhmmss`, where its name or content says.
+    pub taken_at: Option<u64>,
     #[serde(skip)]
     pub origin: Origin,
+    /// The line as written, for citation.
+    #[serde(skip)]
+    pub text: Box<str>,
+}
+
+/// A table line kept for citation: where it is and its text as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceLine {
+    pub origin: Origin,
+    pub text: Box<str>,
+}
+
+/// How one counter moved between a dump taken before and one taken after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterDelta {
+    pub host: Option<String>,
+    pub device: String,
+    pub port: Option<u32>,
+    pub name: String,
+    pub source: CounterSource,
+    pub width_bits: Option<u8>,
+    pub before: u64,
+    pub after: u64,
+    /// `after − before`; `None` when it cannot be known (a counter reset, or
+    /// one already saturated before). With `saturated` it is a lower bound.
+    pub delta: Option<u64>,
+    /// The counter sat at its maximum (2^w − 1) at either end: IB PMA counters
+    /// stop there, so the true delta is at least `delta`, or unknown.
+    pub saturated: bool,
+    /// `after < before`: the counter was cleared or the driver reloaded.
+    pub reset: bool,
+    /// A 32-bit traffic counter went down: it probably wrapped (once, assumed).
+    pub wrap_suspect: bool,
+    /// Indices into `Job::counters`.
+    #[serde(skip)]
+    pub before_idx: usize,
+    #[serde(skip)]
+    pub after_idx: usize,
 }
 
 /// The state of one port as a snapshot tool printed it.
@@ -67,8 +110,20 @@ pub struct PortSnapshot {
     pub sm_lid: Option<u32>,
     pub netdev: Option<String>,
     pub firmware: Option<String>,
+    /// The port is Down / Disabled: tools print a placeholder rate (40, 10)
+    /// that means nothing. The rate is kept but must not be compared.
+    pub rate_placeholder: bool,
+    /// mlxlink's Effective Physical BER (after FEC), where shown.
+    pub effective_ber: Option<f64>,
+    /// mlxlink's Raw Physical BER (before FEC), where shown.
+    pub raw_ber: Option<f64>,
+    /// mlxlink's troubleshooting recommendation, when it is not "No issue".
+    pub recommendation: Option<String>,
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// The line each field was read from (`state`, `rate`, `mtu`, …).
+    #[serde(skip)]
+    pub lines: BTreeMap<&'static str, SourceLine>,
 }
 
 /// One RoCE / IB GID table entry.
@@ -85,6 +140,9 @@ pub struct GidEntry {
     pub netdev: Option<String>,
     #[serde(skip)]
     pub origin: Option<Origin>,
+    /// The line as written, for citation.
+    #[serde(skip)]
+    pub text: Box<str>,
 }
 
 /// One entry of a Flight Recorder dump.

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::diagnose::{RankRow, Verdict};
+use crate::diagnose::{CounterRow, FabricFinding, RankRow, Verdict};
 use crate::model::Skipped;
 
 use super::ReportInput;
@@ -31,6 +31,11 @@ pub struct Document<'a> {
     pub notes: &'a [String],
     /// Files whose lines were cut or not valid UTF-8.
     pub input_health: Vec<FileHealth>,
+    /// Counter rises between dumps taken before and after the job,
+    /// suspicious first.
+    pub counters: &'a [CounterRow],
+    /// What the fabric snapshots (ibstat, ibv_devinfo, show_gids, mlxlink …) show is wrong.
+    pub fabric: &'a [FabricFinding],
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -110,6 +115,8 @@ pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
                 lossy_lines: f.lossy_lines,
             })
             .collect(),
+        counters: &input.diagnosis.counters,
+        fabric: &input.diagnosis.fabric,
     }
 }
 

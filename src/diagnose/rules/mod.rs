@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod fabric;
 mod gpu;
 mod network;
 mod process;
@@ -31,7 +32,9 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(network::hypotheses(ctx, hang));
     out.extend(setup::hypotheses(ctx));
     out.extend(application::hypotheses(ctx, hang));
+    out.extend(fabric::hypotheses(ctx, hang));
     out
 }
 
+pub use fabric::fabric_review;
 pub use process::culprit_deaths;

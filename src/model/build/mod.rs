@@ -4,6 +4,7 @@
 //! then the network picture, the process groups and the deaths.
 
 mod collectives;
+mod counters;
 mod deaths;
 mod flight;
 mod identity;
@@ -11,6 +12,7 @@ mod network;
 
 use super::{Event, FileInfo, Job, SysRecord};
 
+pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
 
 /// Builds the job model from the file table and all events in (file, line) order.
@@ -29,6 +31,7 @@ pub fn build(
     };
     sort_records(&mut job, records);
     flight::synthesize(&mut job);
+    counters::collect(&mut job);
     identity::resolve(&mut job);
     network::collect(&mut job);
     collectives::collect(&mut job);

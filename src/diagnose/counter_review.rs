@@ -1,0 +1,334 @@
+//! Judging counter deltas with the counter knowledge: which rises are
+//! suspicious, what they point to, and on whose NIC.
+//!
+//! A rise is suspicious when it passes its counter's rule (`min_delta`, or a
+//! ratio against the port's traffic). Its weight grows with its severity and
+//! size and with who uses the NIC: a small rise stays below a verdict's 0.35
+//! on its own, a rise on a NIC nobody in the job uses counts half.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::grammar::counters::{CounterInfo, CounterKnowledge, Severity};
+use crate::model::{CauseKind, CounterDelta, CounterSource, Job, SourceLine};
+
+use super::nic_use::{NicUse, Use};
+
+/// Most rows `report.json` lists.
+const MAX_ROWS: usize = 1000;
+/// A small rise never reaches a verdict alone.
+const SMALL_CAP: f64 = 0.34;
+
+/// One counter's rise as the report shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CounterRow {
+    pub host: Option<String>,
+    pub device: String,
+    pub port: Option<u32>,
+    pub name: String,
+    pub source: CounterSource,
+    pub before: u64,
+    pub after: u64,
+    pub delta: Option<u64>,
+    pub width_bits: Option<u8>,
+    pub saturated: bool,
+    pub reset: bool,
+    pub wrap_suspect: bool,
+    pub suspicious: bool,
+    /// The counter's severity when suspicious.
+    pub severity: Option<Severity>,
+    pub cause: Option<CauseKind>,
+    pub meaning: Option<String>,
+    /// Whether a rank of the job uses this NIC (`null`: the logs do not say).
+    pub nic_used: Option<bool>,
+    pub ranks: Vec<u32>,
+    /// `symbol_error +4,211 on node005 mlx5_3 port 1 (before 12, after 4,223)`.
+    pub text: String,
+    pub file: String,
+    pub line: u64,
+    #[serde(skip)]
+    pub weight: f64,
+    #[serde(skip)]
+    pub cite: Option<SourceLine>,
+    /// The HCA (a netdev's counters are mapped to it where known).
+    #[serde(skip)]
+    pub hca: String,
+}
+
+/// Every counter delta worth showing, judged; suspicious first.
+pub fn review(
+    job: &Job,
+    kb: &CounterKnowledge,
+    nics: &NicUse,
+    stuck: &BTreeSet<u32>,
+) -> Vec<CounterRow> {
+    let traffic = traffic_deltas(job, kb);
+    let mut rows: Vec<CounterRow> = job
+        .counter_deltas
+        .iter()
+        .filter_map(|d| {
+            let info = kb.lookup(&d.name);
+            if info.is_some_and(|i| i.context) || !worth_showing(d) {
+                return None;
+            }
+            Some(row(job, d, info, &traffic, nics, stuck))
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.suspicious
+            .cmp(&a.suspicious)
+            .then(b.severity.cmp(&a.severity))
+            .then(b.weight.total_cmp(&a.weight))
+            .then_with(|| {
+                (&a.host, &a.device, a.port, &a.name).cmp(&(&b.host, &b.device, b.port, &b.name))
+            })
+    });
+    rows.truncate(MAX_ROWS);
+    rows
+}
+
+fn worth_showing(d: &CounterDelta) -> bool {
+    d.delta.is_some_and(|v| v > 0) || d.reset || d.saturated
+}
+
+/// (host, device, port, name) → delta, for ratio rules. Each delta is
+/// filed under its printed name and its knowledge name (`PortRcvPkts` is
+/// `port_rcv_packets`).
+type Traffic = BTreeMap<(Option<String>, String, Option<u32>, String), u64>;
+
+fn traffic_deltas(job: &Job, kb: &CounterKnowledge) -> Traffic {
+    let mut t = Traffic::new();
+    for d in &job.counter_deltas {
+        let Some(v) = d.delta else { continue };
+        let key = |name: &str| (d.host.clone(), d.device.clone(), d.port, name.to_string());
+        t.insert(key(&d.name), v);
+        if let Some(i) = kb.lookup(&d.name) {
+            t.entry(key(&i.name)).or_insert(v);
+        }
+    }
+    t
+}
+
+fn row(
+    job: &Job,
+    d: &CounterDelta,
+    info: Option<&CounterInfo>,
+    traffic: &Traffic,
+    nics: &NicUse,
+    stuck: &BTreeSet<u32>,
+) -> CounterRow {
+    let usage = nics.of(d.host.as_deref(), &d.device);
+    let level = info.and_then(|i| judge(i, d, traffic));
+    let weight = match (info, level) {
+        (Some(i), Some(big)) => weigh(i.severity, big, &usage, stuck),
+        _ => 0.0,
+    };
+    let after = &job.counters[d.after_idx];
+    let suspicious = weight > 0.0;
+    CounterRow {
+        host: d.host.clone(),
+        device: d.device.clone(),
+        port: d.port,
+        name: d.name.clone(),
+        source: d.source,
+        before: d.before,
+        after: d.after,
+        delta: d.delta,
+        width_bits: d.width_bits,
+        saturated: d.saturated,
+        reset: d.reset,
+        wrap_suspect: d.wrap_suspect,
+        suspicious,
+        severity: info.filter(|_| level.is_some()).map(|i| i.severity),
+        cause: info.and_then(|i| i.cause),
+        meaning: info.map(|i| i.meaning.clone()),
+        nic_used: usage.as_flag(),
+        ranks: usage.ranks().into_iter().collect(),
+        text: describe(d),
+        file: job.file_path(after.origin.file).to_string(),
+        line: after.origin.line,
+        weight,
+        cite: Some(SourceLine {
+            origin: after.origin,
+            text: after.text.clone(),
+        }),
+        hca: nics.hca_of(d.host.as_deref(), &d.device).to_string(),
+    }
+}
+
+/// `Some(large)` when the rise is suspicious.
+fn judge(info: &CounterInfo, d: &CounterDelta, traffic: &Traffic) -> Option<bool> {
+    if info.context || info.severity == Severity::Info || d.reset {
+        return None;
+    }
+    let rise = d.delta.filter(|&v| v > 0)?;
+    let ratio = info
+        .ratio_of
+        .as_ref()
+        .zip(info.max_ratio)
+        .and_then(|(of, max)| {
+            let key = (d.host.clone(), d.device.clone(), d.port, of.clone());
+            traffic
+                .get(&key)
+                .filter(|&&t| t > 0)
+                .map(|&t| (rise as f64 / t as f64, max))
+        });
+    let suspicious = match ratio {
+        Some((r, max)) => r > max,
+        None => rise >= info.min_delta,
+    };
+    suspicious.then(|| {
+        info.err_delta.is_some_and(|e| rise >= e) || ratio.is_some_and(|(r, m)| r > 100.0 * m)
+    })
+}
+
+/// The weight of one suspicious rise.
+fn weigh(severity: Severity, large: bool, usage: &Use, stuck: &BTreeSet<u32>) -> f64 {
+    let base: f64 = match (severity, large) {
+        (Severity::Err, true) => 0.55,
+        (Severity::Err, false) => 0.3,
+        (Severity::Warn, true) => 0.4,
+        (Severity::Warn, false) => 0.2,
+        (Severity::Info, _) => 0.0,
+    };
+    let w = match usage {
+        Use::Used(ranks) if ranks.iter().any(|r| stuck.contains(r)) => base + 0.15,
+        Use::Used(_) => base + 0.05,
+        Use::Unused => base * 0.5,
+        Use::Unknown => base,
+    };
+    if large { w.min(0.7) } else { w.min(SMALL_CAP) }
+}
+
+/// `symbol_error +4,211 on node005 mlx5_3 port 1 (before 12, after 4,223)`.
+pub fn describe(d: &CounterDelta) -> String {
+    let place = place(d.host.as_deref(), &d.device, d.port);
+    let change = match d.delta {
+        _ if d.reset => "was reset (driver reload or counters cleared)".to_string(),
+        None if d.saturated => "saturated before the job: its rise is unknown".to_string(),
+        Some(v) if d.saturated => format!("+{} at least (saturated)", thousands(v)),
+        Some(v) if d.wrap_suspect => format!("+{} (assuming one 32-bit wrap)", thousands(v)),
+        Some(v) => format!("+{}", thousands(v)),
+        None => "?".to_string(),
+    };
+    format!(
+        "{} {change} on {place} (before {}, after {})",
+        d.name,
+        thousands(d.before),
+        thousands(d.after)
+    )
+}
+
+/// `node005 mlx5_3 port 1`; unknown parts are left out.
+pub fn place(host: Option<&str>, device: &str, port: Option<u32>) -> String {
+    let device = if device == "?" {
+        "an unnamed HCA"
+    } else {
+        device
+    };
+    let mut s = match host {
+        Some(h) => format!("{h} {device}"),
+        None => device.to_string(),
+    };
+    if let Some(p) = port {
+        s.push_str(&format!(" port {p}"));
+    }
+    s
+}
+
+/// 4211 → `4,211`.
+pub fn thousands(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(name: &str, before: u64, after: u64) -> CounterDelta {
+        CounterDelta {
+            host: Some("node005".into()),
+            device: "mlx5_3".into(),
+            port: Some(1),
+            name: name.into(),
+            source: CounterSource::Sysfs,
+            width_bits: Some(16),
+            before,
+            after,
+            delta: after.checked_sub(before),
+            saturated: false,
+            reset: after < before,
+            wrap_suspect: false,
+            before_idx: 0,
+            after_idx: 1,
+        }
+    }
+
+    #[test]
+    fn the_delta_text() {
+        assert_eq!(
+            describe(&delta("symbol_error", 12, 4223)),
+            "symbol_error +4,211 on node005 mlx5_3 port 1 (before 12, after 4,223)"
+        );
+        assert!(describe(&delta("link_downed", 9, 1)).contains("was reset"));
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn rules_decide_suspicion_and_size() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let t = Traffic::new();
+        let se = kb.lookup("symbol_error").unwrap();
+        assert_eq!(judge(se, &delta("symbol_error", 12, 4223), &t), Some(true));
+        assert_eq!(judge(se, &delta("symbol_error", 12, 15), &t), Some(false));
+        assert_eq!(judge(se, &delta("symbol_error", 12, 12), &t), None);
+        assert_eq!(judge(se, &delta("symbol_error", 12, 3), &t), None);
+        let cnp = kb.lookup("np_cnp_sent").unwrap();
+        assert_eq!(judge(cnp, &delta("np_cnp_sent", 0, 500), &t), None);
+        let mut t = Traffic::new();
+        t.insert(
+            (
+                Some("node005".into()),
+                "mlx5_3".into(),
+                Some(1),
+                "rx_write_requests".into(),
+            ),
+            1000,
+        );
+        assert_eq!(judge(cnp, &delta("np_cnp_sent", 0, 500), &t), Some(false));
+    }
+
+    #[test]
+    fn pause_storms_are_congestion_but_a_few_pauses_are_not() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let t = Traffic::new();
+        let storm = kb.lookup("tx_pause_storm_error_events").unwrap();
+        assert_eq!(storm.cause, Some(CauseKind::Congestion));
+        assert!(judge(storm, &delta("tx_pause_storm_error_events", 0, 1), &t).is_some());
+        let pause = kb.lookup("rx_prio3_pause").unwrap();
+        assert_eq!(judge(pause, &delta("rx_prio3_pause", 0, 50), &t), None);
+        assert_eq!(
+            judge(pause, &delta("rx_prio3_pause", 0, 5_000_000), &t),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn a_lone_small_rise_stays_below_a_verdict() {
+        let stuck = BTreeSet::from([3]);
+        let used = Use::Used(BTreeSet::from([3]));
+        assert!(weigh(Severity::Err, false, &used, &stuck) < 0.35);
+        assert!(weigh(Severity::Warn, true, &used, &stuck) >= 0.35);
+        assert!(weigh(Severity::Err, true, &Use::Unused, &stuck) < 0.35);
+    }
+}

@@ -1,0 +1,197 @@
+//! Counters and fabric snapshots as causes: suspicious counter rises point to
+//! link flaps, packet loss or congestion on one port; snapshot findings to a
+//! degraded port, an MTU mismatch or an unusable RoCE GID.
+//!
+//! Each hypothesis sits on the counter's host, HCA and port, and holds the
+//! ranks that send over that NIC (the stuck ones among them, when the hang
+//! names some), so the report can name the NIC under a stuck rank. All rises
+//! of one story on one port are one source: the strongest counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::counter_review::{CounterRow, review};
+use crate::diagnose::fabric_check::{FabricFinding, check};
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::diagnose::nic_use::NicUse;
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, Job};
+
+use super::Ctx;
+
+/// Supports kept per hypothesis (the strongest).
+const MAX_SUPPORT: usize = 8;
+
+type Place = (CauseKind, Option<String>, String, Option<u32>);
+
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
+    let (rows, findings) = fabric_review(ctx, hang);
+    let stuck = stuck_ranks(hang);
+    let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.suspicious) {
+        let Some(cause) = r.cause else { continue };
+        let h = hypothesis(
+            &mut by_place,
+            ctx.job,
+            cause,
+            r.host.clone(),
+            &r.hca,
+            r.port,
+            &r.ranks,
+            &stuck,
+        );
+        if h.support.len() < MAX_SUPPORT {
+            let why = format!(
+                "{}: {}",
+                r.text,
+                r.meaning.as_deref().unwrap_or("rose during the job")
+            );
+            match &r.cite {
+                Some(line) => h.support_table(Source::Counters, r.weight, line.clone(), why),
+                None => h.support(Source::Counters, r.weight, None, why),
+            }
+        }
+        if cause == CauseKind::PacketLoss {
+            h.values
+                .entry("status")
+                .or_insert_with(|| "not logged; the counters show the loss".into());
+        }
+    }
+    for f in findings.iter().filter(|f| f.weight > 0.0) {
+        add_finding(&mut by_place, ctx.job, f, &stuck);
+    }
+    let mut out: Vec<Hypothesis> = by_place.into_values().collect();
+    for h in &mut out {
+        tie_to_stuck_rank(ctx.job, h, &stuck);
+    }
+    out
+}
+
+/// When a rank the others waited for sends over this port, the hang itself
+/// speaks for the port: the counters say why that rank stopped. The link is
+/// weaker when the port's own evidence is weak.
+fn tie_to_stuck_rank(job: &Job, h: &mut Hypothesis, stuck: &BTreeSet<u32>) {
+    let Some(&rank) = h.ranks.iter().find(|r| stuck.contains(r)) else {
+        return;
+    };
+    let strongest = h.support.iter().map(|s| s.weight).fold(0.0, f64::max);
+    let weight = if strongest >= 0.35 { 0.5 } else { 0.25 };
+    let last_line = job.events.iter().rposition(|e| e.who.rank == Some(rank));
+    let place = counter_place(h);
+    h.support(
+        Source::Pattern,
+        weight,
+        last_line,
+        format!(
+            "rank {rank}, which the others waited for, sends over {place}; this is its last line"
+        ),
+    );
+}
+
+fn counter_place(h: &Hypothesis) -> String {
+    crate::diagnose::counter_review::place(
+        h.host.as_deref(),
+        h.device.as_deref().unwrap_or("?"),
+        h.port,
+    )
+}
+
+/// The judged counter rows and the fabric findings, for the rules and the report.
+pub fn fabric_review(ctx: &Ctx<'_>, hang: Option<&Hang>) -> (Vec<CounterRow>, Vec<FabricFinding>) {
+    let nics = NicUse::new(ctx.job);
+    let rows = review(ctx.job, &ctx.kb.counters, &nics, &stuck_ranks(hang));
+    let findings = check(ctx.job, &nics);
+    (rows, findings)
+}
+
+fn add_finding(
+    by_place: &mut BTreeMap<Place, Hypothesis>,
+    job: &Job,
+    f: &FabricFinding,
+    stuck: &BTreeSet<u32>,
+) {
+    let h = hypothesis(
+        by_place,
+        job,
+        f.cause,
+        f.host.clone(),
+        &f.device,
+        f.port,
+        &f.ranks,
+        stuck,
+    );
+    if h.support.len() >= MAX_SUPPORT {
+        return;
+    }
+    match &f.cite {
+        Some(line) => h.support_table(Source::Snapshot, f.weight, line.clone(), f.detail.clone()),
+        None => h.support(Source::Snapshot, f.weight, None, f.detail.clone()),
+    }
+    h.values.entry("detail").or_insert_with(|| f.detail.clone());
+}
+
+/// The hypothesis of one cause on one port, made on first use.
+#[allow(clippy::too_many_arguments)]
+fn hypothesis<'a>(
+    by_place: &'a mut BTreeMap<Place, Hypothesis>,
+    job: &Job,
+    cause: CauseKind,
+    host: Option<String>,
+    device: &str,
+    port: Option<u32>,
+    users: &[u32],
+    stuck: &BTreeSet<u32>,
+) -> &'a mut Hypothesis {
+    let key = (cause, host.clone(), device.to_string(), port);
+    by_place.entry(key).or_insert_with(|| {
+        let mut h = Hypothesis::new(cause);
+        h.host = host.clone();
+        h.device = Some(device.to_string()).filter(|d| d != "?");
+        h.port = port;
+        let users: BTreeSet<u32> = users.iter().copied().collect();
+        let under_stuck: BTreeSet<u32> = users.intersection(stuck).copied().collect();
+        h.ranks = if under_stuck.is_empty() {
+            users
+        } else {
+            under_stuck
+        };
+        h.peer_host = peer_host(job, host.as_deref(), &h.ranks);
+        if h.peer_host.is_none() {
+            h.value("peer_host", "its peers");
+        }
+        h
+    })
+}
+
+/// The ranks the hang points at: those behind, and those silent.
+fn stuck_ranks(hang: Option<&Hang>) -> BTreeSet<u32> {
+    hang.map(|h| h.laggards.keys().chain(h.silent.iter()).copied().collect())
+        .unwrap_or_default()
+}
+
+/// The host these ranks talk to most over the network (NCCL's channel lines).
+fn peer_host(job: &Job, host: Option<&str>, ranks: &BTreeSet<u32>) -> Option<String> {
+    let host_of = |r: u32| {
+        job.ranks
+            .get(&r)
+            .and_then(|i| i.host.as_deref())
+            .map(short_host_of)
+    };
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for l in &job.links {
+        let other = if ranks.contains(&l.src) {
+            l.dst
+        } else if ranks.contains(&l.dst) {
+            l.src
+        } else {
+            continue;
+        };
+        if let Some(h) = host_of(other).filter(|h| Some(h.as_str()) != host) {
+            *counts.entry(h).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(h, _)| h)
+}

@@ -1,0 +1,313 @@
+//! Counter dumps before and after: which dump is which, and how each counter
+//! moved between them.
+//!
+//! The deltas matter, not the absolute values (a port that has run for a year
+//! has symbol errors). A dump's place comes from its path first: folder or file
+//! names with `before`/`after`, `pre`/`post`, `start`/`end`, `begin`/`end`.
+//! Failing that, two dumps of the same host, device and port taken at
+//! different times (a stamp in the name or the content) are ordered: the
+//! earlier is before, the later after.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Phase};
+
+/// (host, device, port): the place a counter belongs to.
+type PortKey = (Option<String>, String, Option<u32>);
+/// (host, device, port, counter name).
+type CounterKey = (Option<String>, String, Option<u32>, String);
+
+const BEFORE_WORDS: &[&str] = &[
+    "before",
+    "pre",
+    "prejob",
+    "start",
+    "begin",
+    "beginning",
+    "initial",
+    "baseline",
+];
+const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "final"];
+
+/// Sets every counter's phase and computes the deltas.
+pub fn collect(job: &mut Job) {
+    assign_path_phases(job);
+    assign_time_phases(job);
+    job.counter_deltas = deltas(&job.counters);
+}
+
+/// The phase a path names: the word nearest the file wins
+/// (`run-start/counters_after.txt` is an after dump).
+pub fn phase_of_path(path: &str) -> Phase {
+    for part in path.rsplit('/') {
+        let words = part
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase);
+        let mut found = Phase::Unknown;
+        for w in words {
+            if BEFORE_WORDS.contains(&w.as_str()) {
+                found = Phase::Before;
+            } else if AFTER_WORDS.contains(&w.as_str()) {
+                found = Phase::After;
+            }
+        }
+        if found != Phase::Unknown {
+            return found;
+        }
+    }
+    Phase::Unknown
+}
+
+fn assign_path_phases(job: &mut Job) {
+    let phases: Vec<Phase> = job.files.iter().map(|f| phase_of_path(&f.path)).collect();
+    for c in &mut job.counters {
+        if c.phase == Phase::Unknown
+            && let Some(p) = phases.get(c.origin.file.0 as usize)
+        {
+            c.phase = *p;
+        }
+    }
+}
+
+/// Dumps of one port without a phase in their path, ordered by when they
+/// were taken: the earliest is before, the latest after.
+fn assign_time_phases(job: &mut Job) {
+    let name_stamps: Vec<Option<u64>> = job.files.iter().map(|f| stamp_in_name(&f.path)).collect();
+    let mut taken: BTreeMap<PortKey, BTreeSet<(u64, FileId)>> = BTreeMap::new();
+    for c in job.counters.iter().filter(|c| c.phase == Phase::Unknown) {
+        let stamp = c
+            .taken_at
+            .or_else(|| name_stamps.get(c.origin.file.0 as usize).copied().flatten());
+        if let Some(t) = stamp {
+            taken
+                .entry(port_key(c))
+                .or_default()
+                .insert((t, c.origin.file));
+        }
+    }
+    let mut phase_of: BTreeMap<(PortKey, FileId), Phase> = BTreeMap::new();
+    for (key, stamps) in taken {
+        let (Some(first), Some(last)) = (stamps.first(), stamps.last()) else {
+            continue;
+        };
+        if first.0 == last.0 {
+            continue;
+        }
+        for &(t, file) in &stamps {
+            let p = if t == first.0 {
+                Phase::Before
+            } else if t == last.0 {
+                Phase::After
+            } else {
+                continue;
+            };
+            phase_of.insert((key.clone(), file), p);
+        }
+    }
+    for c in job
+        .counters
+        .iter_mut()
+        .filter(|c| c.phase == Phase::Unknown)
+    {
+        if let Some(p) = phase_of.get(&(port_key(c), c.origin.file)) {
+            c.phase = *p;
+        }
+    }
+}
+
+fn port_key(c: &CounterReading) -> PortKey {
+    (c.host.clone(), c.device.clone(), c.port)
+}
+
+static NAME_DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(20\d\d)[-_.]?([01]\d)[-_.]?([0-3]\d)(?:[T_ .-]?([0-2]\d)[:_.-]?([0-5]\d)(?:[:_.-]?([0-5]\d))?)?",
+    )
+    .unwrap()
+});
+static NAME_EPOCH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[^0-9])(1[0-9]{9})(?:[^0-9]|$)").unwrap());
+
+/// A time stamp in a file's name (`…-20240618-134107.txt`, `…_1718718067`),
+/// as `YYYYMMDDhhmmss`.
+pub fn stamp_in_name(path: &str) -> Option<u64> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if let Some(c) = NAME_DATE.captures(name) {
+        let part = |i: usize| c.get(i).map_or("00", |m| m.as_str());
+        let s = format!(
+            "{}{}{}{}{}{}",
+            part(1),
+            part(2),
+            part(3),
+            part(4),
+            part(5),
+            part(6)
+        );
+        return s.parse().ok();
+    }
+    let epoch: i64 = NAME_EPOCH.captures(name)?[1].parse().ok()?;
+    let t = chrono::DateTime::from_timestamp(epoch, 0)?;
+    t.format("%Y%m%d%H%M%S").to_string().parse().ok()
+}
+
+/// Pairs each counter's before and after readings. With several readings of
+/// one phase, the first before and the last after count.
+fn deltas(counters: &[CounterReading]) -> Vec<CounterDelta> {
+    let mut pairs: BTreeMap<CounterKey, (Option<usize>, Option<usize>)> = BTreeMap::new();
+    for (i, c) in counters.iter().enumerate() {
+        let key = (c.host.clone(), c.device.clone(), c.port, c.name.clone());
+        let slot = pairs.entry(key).or_default();
+        match c.phase {
+            Phase::Before if slot.0.is_none() => slot.0 = Some(i),
+            Phase::After => slot.1 = Some(i),
+            _ => {}
+        }
+    }
+    pairs
+        .into_values()
+        .filter_map(|(b, a)| Some(delta(counters, b?, a?)))
+        .collect()
+}
+
+fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
+    let (b, a) = (&counters[bi], &counters[ai]);
+    let width = a.width_bits.or(b.width_bits);
+    let mut d = CounterDelta {
+        host: a.host.clone(),
+        device: a.device.clone(),
+        port: a.port,
+        name: a.name.clone(),
+        source: a.source,
+        width_bits: width,
+        before: b.value,
+        after: a.value,
+        delta: a.value.checked_sub(b.value),
+        saturated: false,
+        reset: false,
+        wrap_suspect: false,
+        before_idx: bi,
+        after_idx: ai,
+    };
+    let max = width.filter(|w| *w < 64).map(|w| (1u64 << w) - 1);
+    let modular = a.source == CounterSource::RdmaStatistic && width == Some(32);
+    if modular {
+        // Old iproute2 printed only the low 32 bits: the counter itself did
+        // not stop, the printout wrapped.
+        d.wrap_suspect = a.value < b.value;
+        d.delta = Some(a.value.wrapping_sub(b.value) & 0xffff_ffff);
+    } else if let Some(max) = max.filter(|&m| b.value == m || a.value == m) {
+        // IB PMA counters stop at their maximum: from a saturated start
+        // nothing can be said; into one, the rise is a lower bound.
+        d.saturated = true;
+        d.delta = (b.value != max).then(|| a.value.saturating_sub(b.value));
+    } else if a.value < b.value {
+        if width == Some(32) && is_traffic(&a.name) {
+            d.wrap_suspect = true;
+            d.delta = Some(a.value + (1u64 << 32) - b.value);
+        } else {
+            d.reset = true;
+        }
+    }
+    d
+}
+
+/// Data and packet counters: the ones a 32-bit register overflows in seconds.
+fn is_traffic(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with("data") || n.ends_with("packets") || n.ends_with("pkts")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Origin;
+
+    fn reading(name: &str, value: u64, phase: Phase, width: Option<u8>) -> CounterReading {
+        CounterReading {
+            host: Some("node002".into()),
+            device: "mlx5_1".into(),
+            port: Some(1),
+            name: name.into(),
+            value,
+            source: CounterSource::Sysfs,
+            phase,
+            width_bits: width,
+            taken_at: None,
+            origin: Origin {
+                file: FileId(0),
+                line: 1,
+            },
+            text: "".into(),
+        }
+    }
+
+    fn one(b: u64, a: u64, width: Option<u8>, name: &str) -> CounterDelta {
+        let c = vec![
+            reading(name, b, Phase::Before, width),
+            reading(name, a, Phase::After, width),
+        ];
+        deltas(&c).remove(0)
+    }
+
+    #[test]
+    fn phases_come_from_the_nearest_word_of_the_path() {
+        assert_eq!(phase_of_path("node2/before/ib.txt"), Phase::Before);
+        assert_eq!(phase_of_path("node2/pre-job/ib.txt"), Phase::Before);
+        assert_eq!(phase_of_path("run-start/counters_after.txt"), Phase::After);
+        assert_eq!(phase_of_path("node2/post/ib.txt"), Phase::After);
+        assert_eq!(phase_of_path("node2/prefix/ib.txt"), Phase::Unknown);
+        assert_eq!(phase_of_path("node2/ibstat.txt"), Phase::Unknown);
+    }
+
+    #[test]
+    fn a_plain_rise_is_the_delta() {
+        let d = one(12, 4223, Some(16), "symbol_error");
+        assert_eq!(d.delta, Some(4211));
+        assert!(!d.saturated && !d.reset && !d.wrap_suspect);
+    }
+
+    #[test]
+    fn sixteen_bit_saturation_makes_the_delta_a_lower_bound() {
+        let d = one(100, 65535, Some(16), "symbol_error");
+        assert!(d.saturated);
+        assert_eq!(d.delta, Some(65435));
+        let d = one(65535, 65535, Some(16), "symbol_error");
+        assert!(d.saturated);
+        assert_eq!(d.delta, None);
+    }
+
+    #[test]
+    fn thirty_two_bit_saturation_and_wrap() {
+        let d = one(10, u32::MAX as u64, Some(32), "port_xmit_wait");
+        assert!(d.saturated);
+        let d = one(4_000_000_000, 5, Some(32), "PortXmitData");
+        assert!(d.wrap_suspect && !d.reset);
+        assert_eq!(d.delta, Some(5 + (1 << 32) - 4_000_000_000));
+    }
+
+    #[test]
+    fn a_drop_is_a_reset_not_a_negative_delta() {
+        let d = one(500, 3, Some(8), "link_downed");
+        assert!(d.reset);
+        assert_eq!(d.delta, None);
+        let d = one(500, 3, None, "out_of_sequence");
+        assert!(d.reset);
+    }
+
+    #[test]
+    fn stamps_in_names() {
+        assert_eq!(
+            stamp_in_name("n/counters-20240618-134107.txt"),
+            Some(20240618134107)
+        );
+        assert_eq!(
+            stamp_in_name("n/ethtool_1718718067.txt"),
+            Some(20240618134107)
+        );
+        assert_eq!(stamp_in_name("n/mlx5_0.txt"), None);
+    }
+}

@@ -1,0 +1,290 @@
+//! What every table parser shares: numbered lines with ANSI colours stripped,
+//! the file's host and time, and building records that cite their line.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::ingest::InputFile;
+use crate::model::build::short_host_of;
+use crate::model::{CounterReading, CounterSource, FileId, Origin, Phase, SourceLine, SysRecord};
+
+/// One line of a table file.
+#[derive(Debug, Clone)]
+pub struct Line<'a> {
+    /// 1-based line number.
+    pub no: u64,
+    /// The line as written (lossy UTF-8, without its `\r`): what a citation shows.
+    pub raw: Cow<'a, str>,
+    /// The line with terminal colour codes removed: what the parsers read.
+    pub text: String,
+}
+
+/// Splits a file into numbered lines.
+pub fn lines(data: &[u8]) -> Vec<Line<'_>> {
+    data.split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let raw = String::from_utf8_lossy(l);
+            let text = strip_ansi(&raw).into_owned();
+            Line {
+                no: i as u64 + 1,
+                raw,
+                text,
+            }
+        })
+        .collect()
+}
+
+static ANSI: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]").unwrap());
+
+/// Removes ANSI colour / cursor codes (terminal captures of mlxlink have them).
+pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if s.contains('\x1b') {
+        ANSI.replace_all(s, "")
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// The file a parser reads, and what its path and content say about it.
+#[derive(Debug, Clone)]
+pub struct TableCtx {
+    pub file: FileId,
+    pub host: Option<String>,
+    /// The file's path relative to the job root.
+    pub path: String,
+    /// When the dump was taken, where the content says (`watch`, `date`).
+    pub taken_at: Option<u64>,
+}
+
+impl TableCtx {
+    pub fn new(file: &InputFile, lines: &[Line<'_>]) -> TableCtx {
+        let host = file
+            .hints
+            .host
+            .clone()
+            .or_else(|| lines.iter().take(8).find_map(|l| host_in_prompt(&l.text)))
+            .or_else(|| host_in_file_name(&file.display))
+            .map(|h| short_host_of(&h));
+        TableCtx {
+            file: file.id,
+            host,
+            path: file.display.clone(),
+            taken_at: lines.iter().take(8).find_map(|l| content_stamp(&l.text)),
+        }
+    }
+
+    pub fn origin(&self, line: &Line<'_>) -> Origin {
+        Origin {
+            file: self.file,
+            line: line.no,
+        }
+    }
+
+    pub fn source_line(&self, line: &Line<'_>) -> SourceLine {
+        SourceLine {
+            origin: self.origin(line),
+            text: line.raw.trim_end().into(),
+        }
+    }
+
+    /// A counter reading cited at `line`.
+    pub fn counter(&self, at: CounterAt<'_>, value: u64, line: &Line<'_>) -> SysRecord {
+        SysRecord::Counter(CounterReading {
+            host: self.host.clone(),
+            device: at.device.to_string(),
+            port: at.port,
+            name: at.name.to_string(),
+            value,
+            source: at.source,
+            phase: Phase::Unknown,
+            width_bits: at.width_bits,
+            taken_at: self.taken_at,
+            origin: self.origin(line),
+            text: line.raw.trim_end().into(),
+        })
+    }
+
+    /// The HCA named by the path (`…/mlx5_3/…`, `show_counters_mlx5_0.txt`).
+    pub fn device_in_path(&self) -> Option<String> {
+        HCA_IN_PATH
+            .captures_iter(&self.path)
+            .last()
+            .map(|c| c["d"].to_string())
+    }
+}
+
+/// Where a counter belongs and how it behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterAt<'a> {
+    pub device: &'a str,
+    pub port: Option<u32>,
+    pub name: &'a str,
+    pub source: CounterSource,
+    pub width_bits: Option<u8>,
+}
+
+/// Used when no device is named anywhere.
+pub const UNKNOWN_DEVICE: &str = "?";
+
+static HCA_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^A-Za-z0-9])(?P<d>mlx[45]_(?:bond_)?\d+|irdma\d+|bnxt_re\d+)(?:[^0-9]|$)")
+        .unwrap()
+});
+
+static PROMPT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[?[A-Za-z0-9_.-]+@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)[ :\]][^#$]*[#$] ").unwrap()
+});
+
+/// `[root@node005 ~]# ibstat` / `user@node005:~$ …`: the host of a capture.
+pub fn host_in_prompt(line: &str) -> Option<String> {
+    PROMPT.captures(line).map(|c| c["host"].to_string())
+}
+
+static NAME_HOST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z-]*[a-z]-?\d+$").unwrap());
+static NOT_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:mlx\d*|mt\d+|ib\d+|eth\d+|en[a-z]*\d+|port\d*|hca\d*|bond\d*|rank\d+|run\d+|job\d+|step\d+|attempt\d+|node|v\d+|counters?\d*|perfquery\d*|ethtool\d*|ibstat\d*|ibstatus\d*|mlxlink\d*|gids?\d*|dump\d*|snap\d*|pci\w*)$")
+        .unwrap()
+});
+
+/// `ibstat_node005.txt`, `node005.ethtool`: a host-like word in the file name.
+fn host_in_file_name(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next()?;
+    name.split(['.', '_', ' '])
+        .find(|w| NAME_HOST.is_match(w) && !NOT_HOST.is_match(w))
+        .map(str::to_string)
+}
+
+/// A stamp in a capture's first lines: `watch`'s header
+/// (`Every 1.0s: perfquery …   Wed Nov  5 11:32:44 2014`) or a `date` line.
+pub fn content_stamp(line: &str) -> Option<u64> {
+    static DATE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?P<wd>Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d\d:\d\d:\d\d)(?: [A-Z]{2,5})? (?P<y>\d{4})\s*$")
+            .unwrap()
+    });
+    let c = DATE.captures(line)?;
+    let text = format!("{} {} {} {}", &c["mon"], &c["d"], &c["t"], &c["y"]);
+    let t = chrono::NaiveDateTime::parse_from_str(&text, "%b %d %H:%M:%S %Y").ok()?;
+    t.format("%Y%m%d%H%M%S").to_string().parse().ok()
+}
+
+/// `key: value` split at the first `:` (values may hold colons).
+pub fn key_value(text: &str) -> Option<(&str, &str)> {
+    let (k, v) = text.split_once(':')?;
+    Some((k.trim(), v.trim()))
+}
+
+/// A counter value: decimal, or `0x` hex.
+pub fn parse_u64(text: &str) -> Option<u64> {
+    let t = text.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// The leading number of `400 Gb/sec (4X NDR)`, `56 (FDR10)`, `2.5`.
+pub fn leading_f64(text: &str) -> Option<f64> {
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    text[..end].parse().ok().filter(|v: &f64| v.is_finite())
+}
+
+/// Port states as one vocabulary: `Active`, `Down`, `Initializing`, `Armed`.
+pub fn normalize_state(text: &str) -> String {
+    let t = text.trim();
+    // `4: ACTIVE`, `PORT_ACTIVE (4)`, `ACTIVE`
+    let word = t
+        .split_once(": ")
+        .map_or(t, |(_, w)| w)
+        .split(" (")
+        .next()
+        .unwrap_or(t)
+        .trim_start_matches("PORT_");
+    match word.to_ascii_uppercase().as_str() {
+        "ACTIVE" | "ACTIVE_DEFER" => "Active".into(),
+        "DOWN" => "Down".into(),
+        "INIT" | "INITIALIZING" | "INITIALIZE" => "Initializing".into(),
+        "ARMED" => "Armed".into(),
+        "NOP" => "Nop".into(),
+        _ => word.to_string(),
+    }
+}
+
+/// Physical states as ibstat prints them: `LinkUp`, `Disabled`, `Polling`, …
+pub fn normalize_phys_state(text: &str) -> String {
+    let t = text.trim();
+    let word = t
+        .split_once(": ")
+        .map_or(t, |(_, w)| w)
+        .split(" (")
+        .next()
+        .unwrap_or(t);
+    match word.to_ascii_uppercase().replace(['_', ' '], "").as_str() {
+        "LINKUP" => "LinkUp".into(),
+        "DISABLED" => "Disabled".into(),
+        "POLLING" => "Polling".into(),
+        "SLEEP" => "Sleep".into(),
+        "PORTCONFIGURATIONTRAINING" => "PortConfigurationTraining".into(),
+        "LINKERRORRECOVERY" => "LinkErrorRecovery".into(),
+        "PHYTEST" => "PhyTest".into(),
+        _ => word.to_string(),
+    }
+}
+
+/// Down or disabled ports report a placeholder rate.
+pub fn rate_is_placeholder(state: Option<&str>, phys: Option<&str>) -> bool {
+    state.is_some_and(|s| s != "Active" && s != "Armed" && s != "Initializing")
+        || phys.is_some_and(|p| matches!(p, "Disabled" | "Polling" | "Sleep"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_codes_are_stripped() {
+        assert_eq!(strip_ansi("a \x1b[32m15E-255\x1b[0m b"), "a 15E-255 b");
+    }
+
+    #[test]
+    fn hosts_from_prompts_and_names() {
+        assert_eq!(
+            host_in_prompt("[root@node005 ~]# ibstat"),
+            Some("node005".into())
+        );
+        assert_eq!(
+            host_in_prompt("alice@gpu-12:~$ perfquery -x"),
+            Some("gpu-12".into())
+        );
+        assert_eq!(host_in_prompt("State: Active"), None);
+        assert_eq!(
+            host_in_file_name("x/ibstat_node005.txt"),
+            Some("node005".into())
+        );
+        assert_eq!(host_in_file_name("x/mlx5_0.txt"), None);
+        assert_eq!(host_in_file_name("x/ethtool-S.txt"), None);
+    }
+
+    #[test]
+    fn states_are_normalised() {
+        assert_eq!(normalize_state("4: ACTIVE"), "Active");
+        assert_eq!(normalize_state("PORT_ACTIVE (4)"), "Active");
+        assert_eq!(normalize_state("1: DOWN"), "Down");
+        assert_eq!(normalize_state("Initializing"), "Initializing");
+        assert_eq!(normalize_phys_state("5: LinkUp"), "LinkUp");
+        assert_eq!(normalize_phys_state("LINK_UP (5)"), "LinkUp");
+    }
+
+    #[test]
+    fn watch_header_gives_a_stamp() {
+        let l = "Every 1.0s: perfquery -l 7 1          Wed Nov  5 11:32:44 2014";
+        assert_eq!(content_stamp(l), Some(20141105113244));
+    }
+}

@@ -1,0 +1,134 @@
+//! `ethtool -S <netdev>` (mlx5 `en_stats.c`):
+//!
+//! ```text
+//! NIC statistics:
+//!      rx_discards_phy: 58591428329
+//! ```
+//!
+//! Often piped through `grep`, which drops the header. The netdev comes from
+//! the command line when the capture shows it, else from the path. Values are
+//! cumulative since the driver loaded (reset on reload, not on link down).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::model::CounterSource;
+
+use super::TableParse;
+use super::common::{CounterAt, Line, TableCtx, UNKNOWN_DEVICE, parse_u64};
+
+static NETDEV_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:eth\d+|en(?:p\d+s\d+|s\d+|o\d+|x[0-9a-f]{12})(?:f\d+)?(?:np\d+)?(?:v\d+)?|ib\d+|bond\d+)\b")
+        .unwrap()
+});
+
+pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
+    let mut out = TableParse::default();
+    let mut device = netdev_in_command(lines)
+        .or_else(|| {
+            NETDEV_IN_PATH
+                .find_iter(&ctx.path)
+                .last()
+                .map(|m| m.as_str().to_string())
+        })
+        .or_else(|| ctx.device_in_path())
+        .unwrap_or_else(|| UNKNOWN_DEVICE.to_string());
+    for line in lines {
+        let text = line.text.trim();
+        if text.is_empty() || text == "NIC statistics:" {
+            continue;
+        }
+        if let Some(dev) = command_netdev(text) {
+            device = dev;
+            continue;
+        }
+        let Some((name, value)) = stat(text) else {
+            out.unparsed += 1;
+            continue;
+        };
+        let at = CounterAt {
+            device: &device,
+            port: None,
+            name,
+            source: CounterSource::Ethtool,
+            width_bits: None,
+        };
+        out.records.push(ctx.counter(at, value, line));
+    }
+    out
+}
+
+/// `rx_prio3_pause: 12` → (`rx_prio3_pause`, 12).
+fn stat(text: &str) -> Option<(&str, u64)> {
+    let (name, value) = text.split_once(": ")?;
+    let name = name.trim();
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']'));
+    ok.then_some(())?;
+    Some((name, parse_u64(value)?))
+}
+
+fn netdev_in_command(lines: &[Line<'_>]) -> Option<String> {
+    lines.iter().take(4).find_map(|l| command_netdev(&l.text))
+}
+
+/// `$ ethtool -S ens1f0 | grep prio` names the netdev.
+fn command_netdev(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    words.find(|w| w.ends_with("ethtool"))?;
+    let flag = words.next()?;
+    if !matches!(flag, "-S" | "--statistics") {
+        return None;
+    }
+    words.next().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::TableKind;
+    use crate::parse::tables::testing::{counters, parse_text};
+
+    const K515: &str = include_str!("../../../tests/data/tables/ethtool-mlx5-k515.txt");
+    const GREP: &str = include_str!("../../../tests/data/tables/ethtool-grep-cx4lx-pause.txt");
+
+    #[test]
+    fn ethtool_s_mlx5_kernel_5_15() {
+        let t = parse_text(TableKind::EthtoolStats, "h1/ethtool-S-enp8s0f0.txt", K515);
+        assert_eq!(t.unparsed, 0);
+        let c = counters(&t);
+        let d = c.iter().find(|c| c.name == "rx_discards_phy").unwrap();
+        assert_eq!(d.value, 58591428329);
+        assert_eq!(d.device, "enp8s0f0");
+        assert_eq!(d.source, CounterSource::Ethtool);
+        assert_eq!(d.origin.line, 38);
+    }
+
+    #[test]
+    fn ethtool_grep_without_header_cx4lx() {
+        let t = parse_text(TableKind::EthtoolStats, "h1/x.txt", GREP);
+        assert_eq!(t.unparsed, 0);
+        let c = counters(&t);
+        assert_eq!(c.len(), 31);
+        let p = c
+            .iter()
+            .find(|c| c.name == "tx_global_pause_duration")
+            .unwrap();
+        assert_eq!(p.value, 555665182);
+        assert_eq!(p.device, "?");
+    }
+
+    #[test]
+    fn command_line_names_the_netdev_and_junk_is_counted() {
+        let text =
+            "[root@node3 ~]# ethtool -S ens1f0np0 | grep pause\n     rx_prio3_pause: 17\n???\n";
+        let t = parse_text(TableKind::EthtoolStats, "x.txt", text);
+        let c = counters(&t);
+        assert_eq!(c[0].device, "ens1f0np0");
+        assert_eq!(c[0].host.as_deref(), Some("node3"));
+        assert_eq!(t.unparsed, 1);
+    }
+}

@@ -1,0 +1,262 @@
+//! Counters and fabric snapshots in a whole job: dumps taken before and after
+//! the job, an ibstat of a host with a port down, and NCCL logs that map the
+//! ranks to hosts and NICs. The verdict must name the flapping link under the
+//! stuck rank and cite the counter lines; the report must list the deltas and
+//! the fabric findings.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+
+/// The line shapes of samples/ib-retry-exceeded (NCCL 2.20.5, torch, Slurm
+/// `--label`): 8 ranks on node001 and node002; ranks 2, 3, 6, 7 send over
+/// `NET/IB/1` = mlx5_1. Rank 6 (node002) is silent while the others time out.
+fn slurm_log() -> String {
+    let mut s = String::from("==== job 48213 on node[001-002], 8 tasks ====\n");
+    s.push_str("0: NCCL version 2.20.5+cuda12.4\n");
+    let bus = ["18000", "3b000", "86000", "af000"];
+    for r in 0..8u32 {
+        let (host, ip) = if r < 4 {
+            ("node001", "10.3.0.11")
+        } else {
+            ("node002", "10.3.0.12")
+        };
+        let l = r % 4;
+        let (pid, tid) = (1000 + r, 2000 + r);
+        let dev = if l >= 2 { 1 } else { 0 };
+        let peer = if r < 4 { r + 4 } else { r - 4 };
+        s.push_str(&format!(
+            "{r}: {host}:{pid}:{pid} [{l}] NCCL INFO Bootstrap : Using ib0:{ip}<0>\n\
+             {r}: {host}:{pid}:{tid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:{ip}<0>\n\
+             {r}: {host}:{pid}:{tid} [{l}] NCCL INFO Channel 00/0 : {r}[{l}] -> {peer}[{l}] [send] via NET/IB/{dev}/GDRDMA\n\
+             {r}: {host}:{pid}:{tid} [{l}] NCCL INFO comm 0x55f435cff8b{r} rank {r} nranks 8 cudaDev {l} nvmlDev {l} busId {} commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
+            bus[l as usize]
+        ));
+    }
+    for r in (0..8u32).filter(|&r| r != 6) {
+        s.push_str(&format!(
+            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1203, OpType=ALLREDUCE, NumelIn=1315950592, NumelOut=1315950592, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n\
+             {r}: [rank{r}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {r}] Timeout at NCCL work: 1203, last enqueued NCCL work: 1203, last completed NCCL work: 1202.\n"
+        ));
+    }
+    s
+}
+
+fn sysfs(dev: &str, values: &[(&str, u64)]) -> String {
+    values
+        .iter()
+        .map(|(n, v)| format!("/sys/class/infiniband/{dev}/ports/1/counters/{n}:{v}\n"))
+        .collect()
+}
+
+const IBSTAT_NODE003: &str = "CA 'mlx5_0'\n\tCA type: MT4129\n\tFirmware version: 28.39.1002\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 75\n\t\tSM lid: 334\n\t\tLink layer: InfiniBand\nCA 'mlx5_1'\n\tCA type: MT4129\n\tFirmware version: 28.39.1002\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 40\n\t\tBase lid: 0\n\t\tSM lid: 0\n\t\tLink layer: InfiniBand\n";
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn flapping_job() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "slurm-48213.out", &slurm_log());
+    write(
+        root,
+        "node002/counters/before/mlx5_1.txt",
+        &sysfs(
+            "mlx5_1",
+            &[
+                ("link_downed", 1),
+                ("port_rcv_data", 1000),
+                ("symbol_error", 12),
+            ],
+        ),
+    );
+    write(
+        root,
+        "node002/counters/after/mlx5_1.txt",
+        &sysfs(
+            "mlx5_1",
+            &[
+                ("link_downed", 4),
+                ("port_rcv_data", 900000),
+                ("symbol_error", 4223),
+            ],
+        ),
+    );
+    write(
+        root,
+        "node002/counters/before/mlx5_0.txt",
+        &sysfs("mlx5_0", &[("symbol_error", 0)]),
+    );
+    write(
+        root,
+        "node002/counters/after/mlx5_0.txt",
+        &sysfs("mlx5_0", &[("symbol_error", 0)]),
+    );
+    write(root, "node003/ibstat.txt", IBSTAT_NODE003);
+    dir
+}
+
+/// Every cited line exists verbatim in its file (as tests/corpus.rs checks).
+fn assert_citations_real(root: &Path, doc: &Value) {
+    let mut all = doc["verdict"]["evidence"].as_array().cloned().unwrap();
+    for alt in doc["verdict"]["alternatives"].as_array().unwrap() {
+        all.extend(alt["evidence"].as_array().cloned().unwrap());
+    }
+    for e in all {
+        let text = std::fs::read_to_string(root.join(e["file"].as_str().unwrap())).unwrap();
+        let n = e["line"].as_u64().unwrap() as usize;
+        let line = text.lines().nth(n - 1).unwrap_or("");
+        let cited = e["text"].as_str().unwrap().trim_end_matches('…');
+        assert!(line.trim_end().starts_with(cited), "{e}: line is {line:?}");
+    }
+}
+
+#[test]
+fn rising_link_counters_under_the_stuck_rank_make_a_link_flap_verdict() {
+    let job = flapping_job();
+    let doc = common::analyze_to_json(job.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([6]), "{v:#}");
+    let cause = &v["cause"];
+    assert_eq!(cause["kind"], "link_flap", "{v:#}");
+    assert_eq!(cause["host"], "node002");
+    assert_eq!(cause["device"], "mlx5_1");
+    assert_eq!(cause["port"], 1);
+    assert!(cause["confidence"].as_f64().unwrap() >= 0.6, "{cause:#}");
+    let evidence = cause["evidence"].as_array().unwrap();
+    let symbol = evidence
+        .iter()
+        .find(|e| e["text"] == "/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error:4223")
+        .expect("the symbol_error line is cited");
+    assert_eq!(symbol["file"], "node002/counters/after/mlx5_1.txt");
+    assert_eq!(symbol["line"], 3);
+    assert!(
+        symbol["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("symbol_error +4,211 on node002 mlx5_1 port 1 (before 12, after 4,223)"),
+        "{symbol}"
+    );
+    assert!(evidence.iter().any(|e| {
+        e["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("counters/link_downed:4")
+    }));
+    assert_citations_real(job.path(), &doc);
+}
+
+#[test]
+fn the_report_lists_counter_deltas_and_fabric_findings() {
+    let job = flapping_job();
+    let doc = common::analyze_to_json(job.path());
+    let counters = doc["counters"].as_array().unwrap();
+    assert!(counters[0]["suspicious"].as_bool().unwrap());
+    let se = counters
+        .iter()
+        .find(|c| c["name"] == "symbol_error" && c["device"] == "mlx5_1")
+        .unwrap();
+    assert_eq!(se["delta"], 4211);
+    assert_eq!(se["nic_used"], true);
+    assert_eq!(se["ranks"], serde_json::json!([6, 7]));
+    assert!(
+        counters.iter().all(|c| c["name"] != "port_rcv_data"),
+        "context counters are not listed"
+    );
+    let fabric = doc["fabric"].as_array().unwrap();
+    let down = fabric
+        .iter()
+        .find(|f| f["host"] == "node003")
+        .expect("node003's port is reported");
+    assert_eq!(down["kind"], "port_not_active");
+    assert_eq!(down["device"], "mlx5_1");
+    assert_eq!(down["cause"], "port_degraded");
+    assert_eq!(down["file"], "node003/ibstat.txt");
+    assert_eq!(down["line"], 15);
+    assert_eq!(down["nic_used"], false);
+}
+
+/// One before/after pair per counter format, through the whole pipeline.
+#[test]
+fn before_and_after_pairs_of_every_counter_format() {
+    let cases: &[(&str, &str, &str, &str, u64)] = &[
+        (
+            "sysfs.txt",
+            "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err:5\n",
+            "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err:905\n",
+            "local_ack_timeout_err",
+            900,
+        ),
+        (
+            "perfquery.txt",
+            "# Port counters: Lid 7 port 1 (CapMask: 0x1400)\nPortSelect:......................1\nSymbolErrorCounter:..............3\n",
+            "# Port counters: Lid 7 port 1 (CapMask: 0x1400)\nPortSelect:......................1\nSymbolErrorCounter:..............65535\n",
+            "SymbolErrorCounter",
+            65532,
+        ),
+        (
+            "ethtool.txt",
+            "NIC statistics:\n     rx_symbol_err_phy: 0\n     link_down_events_phy: 2\n",
+            "NIC statistics:\n     rx_symbol_err_phy: 0\n     link_down_events_phy: 7\n",
+            "link_down_events_phy",
+            5,
+        ),
+        (
+            "rdma.txt",
+            "link mlx5_0/1 out_of_sequence -100 rx_write_requests 5\n",
+            "link mlx5_0/1 out_of_sequence 50 rx_write_requests 9\n",
+            "out_of_sequence",
+            150,
+        ),
+        (
+            "mlxlink.txt",
+            "Physical Counters and BER Info\n------------------------------\nLink Down Counter                  : 1\n",
+            "Physical Counters and BER Info\n------------------------------\nLink Down Counter                  : 3\n",
+            "link_down_counter",
+            2,
+        ),
+    ];
+    for (file, before, after, name, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &format!("node009/pre/{file}"), before);
+        write(dir.path(), &format!("node009/post/{file}"), after);
+        let a = common::analyze(dir.path());
+        let d = a
+            .job
+            .counter_deltas
+            .iter()
+            .find(|d| d.name == *name)
+            .unwrap_or_else(|| panic!("{file}: no delta for {name}: {:?}", a.job.counter_deltas));
+        assert_eq!(d.delta, Some(*want), "{file}: {d:?}");
+        assert_eq!(d.host.as_deref(), Some("node009"), "{file}");
+    }
+}
+
+#[test]
+fn dumps_ordered_by_the_time_in_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "node004/mlx5_2-20240618-134107.txt",
+        &sysfs("mlx5_2", &[("symbol_error", 10)]),
+    );
+    write(
+        dir.path(),
+        "node004/mlx5_2-20240618-151500.txt",
+        &sysfs("mlx5_2", &[("symbol_error", 2)]),
+    );
+    let a = common::analyze(dir.path());
+    let d = &a.job.counter_deltas[0];
+    assert!(d.reset, "{d:?}");
+    assert_eq!(d.delta, None);
+    let doc = common::analyze_to_json(dir.path());
+    let row = &doc["counters"][0];
+    assert_eq!(row["suspicious"], false);
+    assert!(row["text"].as_str().unwrap().contains("was reset"), "{row}");
+}
