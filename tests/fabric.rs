@@ -260,3 +260,35 @@ fn dumps_ordered_by_the_time_in_their_names() {
     assert_eq!(row["suspicious"], false);
     assert!(row["text"].as_str().unwrap().contains("was reset"), "{row}");
 }
+
+/// A clean run whose counters rose anyway: the job did not fail, the fabric
+/// is degraded.
+#[test]
+fn a_finished_job_with_rising_link_errors_is_degraded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let healthy = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/healthy/mpirun.out");
+    write(
+        root,
+        "mpirun.out",
+        &std::fs::read_to_string(healthy).unwrap(),
+    );
+    write(
+        root,
+        "node001/counters/before/mlx5_0.txt",
+        &sysfs("mlx5_0", &[("symbol_error", 3), ("link_downed", 0)]),
+    );
+    write(
+        root,
+        "node001/counters/after/mlx5_0.txt",
+        &sysfs("mlx5_0", &[("symbol_error", 9_803), ("link_downed", 2)]),
+    );
+    let doc = common::analyze_to_json(root);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "degraded", "{v}");
+    assert_eq!(v["cause"]["kind"], "link_flap");
+    assert_eq!(v["cause"]["host"], "node001");
+    assert_eq!(v["cause"]["device"], "mlx5_0");
+    assert_eq!(v["collective"], Value::Null);
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]));
+}

@@ -35,7 +35,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;
-    let stuck_ranks: Vec<u32> = if healthy {
+    // Nothing was stuck in a healthy or merely degraded run.
+    let stuck_ranks: Vec<u32> = if healthy || status == Status::Degraded {
         Vec::new()
     } else {
         select::stuck_ranks(&choice, hang.as_ref())

@@ -116,6 +116,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             Status::Unknown
         };
     }
+    // A suspect found only in counters, snapshots or the kernel log, while the
+    // job itself shows no failure: the fabric is degraded, the job did not fail.
+    if !failed {
+        return Status::Degraded;
+    }
     match kind {
         CauseKind::ProcessCrash => Status::Crash,
         _ if hang.is_some() => Status::Hang,
