@@ -1,7 +1,9 @@
 //! Parse: lines to typed events. One module per source format's prefix; the
 //! messages themselves are grammar data (`grammars/`).
 
+pub mod clock_file;
 pub mod frame;
+pub mod kernel;
 pub mod nccl;
 pub mod paste;
 pub mod scan;
