@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::kernel::KernelMap;
 use super::{CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
 
 /// Index into `Job::events`.
@@ -183,6 +184,8 @@ pub struct Job {
     pub gids: Vec<GidEntry>,
     /// Flight Recorder dumps, one per rank.
     pub flight: Vec<FlightDump>,
+    /// Kernel logs: device names per host, and each kernel event's place.
+    pub kernel: KernelMap,
 }
 
 impl Job {
