@@ -31,6 +31,8 @@ pub fn is_kernel(kind: EventKind) -> bool {
 /// One NIC PCI function's names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NicNames {
+    /// The driver that printed it (`mlx5_core`).
+    pub driver: Option<String>,
     /// The RDMA device (what NCCL calls the HCA: `mlx5_1`).
     pub ibdev: Option<String>,
     /// The RDMA device was inferred from probe order (mlx5_N in PCI order),

@@ -115,6 +115,7 @@ pub struct FlightDump {
     pub version: Option<String>,
     pub nccl_version: Option<String>,
     /// pg id → (last enqueued, last started, last completed).
+    #[allow(clippy::type_complexity)] // the dump's own tuple, kept as read
     pub pg_status: Vec<(String, Option<i64>, Option<i64>, Option<i64>)>,
     /// pg name → (description, global ranks).
     pub pg_config: Vec<(String, Option<String>, Vec<u32>)>,
