@@ -18,6 +18,8 @@ pub enum Source {
     Launcher,
     /// The shape of the logs: who timed out, who was silent, sequence numbers.
     Pattern,
+    /// The hosts' kernel logs (dmesg, journalctl -k, syslog).
+    Kernel,
 }
 
 #[derive(Debug, Clone)]
