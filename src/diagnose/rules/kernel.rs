@@ -178,9 +178,9 @@ fn time_factor(ctx: &Ctx<'_>, window: Window, idx: EventIdx) -> f64 {
         return 1.0;
     };
     match off.num_minutes() {
-        ..=10 => 1.0,
-        ..=60 => 0.7,
-        ..=360 => 0.45,
+        m if m <= 10 => 1.0,
+        m if m <= 60 => 0.7,
+        m if m <= 360 => 0.45,
         _ => 0.25,
     }
 }
@@ -222,11 +222,13 @@ fn link_step(ev: &Event) -> Option<LinkStep> {
     }
 }
 
+/// (host, device or PCI address).
+type Place = (Option<String>, Option<String>);
+
 /// Link down/up and module events per (host, device): a down during the job
 /// is a link fault, down and up again is a flap.
 fn link_flaps(ctx: &Ctx<'_>, window: Window, found: &mut Found) {
-    let mut groups: BTreeMap<(Option<String>, Option<String>), Vec<(EventIdx, LinkStep)>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<Place, Vec<(EventIdx, LinkStep)>> = BTreeMap::new();
     for (&idx, place) in &ctx.job.kernel.places {
         let ev = &ctx.job.events[idx];
         if let Some(step) = link_step(ev).filter(|_| !at_boot(ev)) {
@@ -623,7 +625,7 @@ fn aer_place(ctx: &Ctx<'_>, target: Target, place: &KernelPlace) -> (CauseKind, 
 /// degrading link often precedes Xid 79 or mlx5 `Fatal error 1`).
 fn corrected_aer_bursts(ctx: &Ctx<'_>, window: Window, found: &mut Found) {
     const BURST: usize = 10;
-    let mut bursts: BTreeMap<(Option<String>, Option<String>), Vec<EventIdx>> = BTreeMap::new();
+    let mut bursts: BTreeMap<Place, Vec<EventIdx>> = BTreeMap::new();
     for (&idx, place) in &ctx.job.kernel.places {
         let ev = &ctx.job.events[idx];
         if ev.kind == EventKind::KernelPcieAer && ev.text_field("severity") == Some("corrected") {
