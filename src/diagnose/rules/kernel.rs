@@ -29,6 +29,7 @@ const WR_FLUSH_ERR: i64 = 5;
 
 pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let window = job_window(ctx);
+    let gpus = JobGpus::of(ctx);
     let mut found = Found::default();
     link_flaps(ctx, window, &mut found);
     for (&idx, place) in &ctx.job.kernel.places {
@@ -36,14 +37,61 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let factor = time_factor(ctx, window, idx);
         match ev.kind {
             EventKind::KernelGpuXid | EventKind::KernelGpuLost => {
-                gpu_line(ctx, ev, idx, place, factor, &mut found)
+                gpu_line(ctx, &gpus, ev, idx, place, factor, &mut found)
             }
-            EventKind::KernelPcieAer => aer_line(ctx, ev, idx, place, factor, &mut found),
+            EventKind::KernelPcieAer => aer_line(ctx, &gpus, ev, idx, place, factor, &mut found),
             _ => hca_line(ctx, ev, idx, place, factor, &mut found),
         }
     }
-    corrected_aer_bursts(ctx, window, &mut found);
+    corrected_aer_bursts(ctx, &gpus, window, &mut found);
     found.finish()
+}
+
+/// The job's GPUs: bus id → host → the ranks on it (looked up per kernel
+/// line, so keyed for lookups rather than scans).
+struct JobGpus {
+    by_bus: BTreeMap<String, BTreeMap<Option<String>, BTreeSet<u32>>>,
+    hosts: BTreeSet<Option<String>>,
+}
+
+impl JobGpus {
+    fn of(ctx: &Ctx<'_>) -> JobGpus {
+        let mut gpus = JobGpus {
+            by_bus: BTreeMap::new(),
+            hosts: BTreeSet::new(),
+        };
+        for r in ctx.job.ranks.values() {
+            if let Some(bus) = &r.gpu_bus_id {
+                gpus.by_bus
+                    .entry(bus.clone())
+                    .or_default()
+                    .entry(r.host.clone())
+                    .or_default()
+                    .insert(r.rank);
+                gpus.hosts.insert(r.host.clone());
+            }
+        }
+        gpus
+    }
+
+    /// Ranks on GPU `pci` of `host` (of any host when the line has none).
+    fn ranks(&self, host: &Option<String>, pci: &str) -> BTreeSet<u32> {
+        let Some(hosts) = self.by_bus.get(pci) else {
+            return BTreeSet::new();
+        };
+        match host {
+            Some(_) => hosts.get(host).cloned().unwrap_or_default(),
+            None => hosts.values().flatten().copied().collect(),
+        }
+    }
+
+    /// Some GPU of the job on `host` is known (on any host when it has none).
+    fn known_on(&self, host: &Option<String>) -> bool {
+        match host {
+            Some(_) => self.hosts.contains(host),
+            None => !self.hosts.is_empty(),
+        }
+    }
 }
 
 // ---------------------------------------------------------------- collecting support
@@ -236,12 +284,34 @@ fn link_flaps(ctx: &Ctx<'_>, window: Window, found: &mut Found) {
             groups.entry(key).or_default().push((idx, step));
         }
     }
+    if groups.is_empty() {
+        return;
+    }
+    let ib_errors: Vec<EventIdx> = ctx
+        .job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            matches!(
+                e.kind,
+                EventKind::IbCompletionError | EventKind::IbAsyncEvent
+            ) && e.int("status") != Some(WR_FLUSH_ERR)
+        })
+        .map(|(i, _)| i)
+        .collect();
     for steps in groups.values() {
-        link_group(ctx, window, steps, found);
+        link_group(ctx, window, steps, &ib_errors, found);
     }
 }
 
-fn link_group(ctx: &Ctx<'_>, window: Window, steps: &[(EventIdx, LinkStep)], found: &mut Found) {
+fn link_group(
+    ctx: &Ctx<'_>,
+    window: Window,
+    steps: &[(EventIdx, LinkStep)],
+    ib_errors: &[EventIdx],
+    found: &mut Found,
+) {
     let count = |s| steps.iter().filter(|(_, x)| *x == s).count();
     let (downs, ups, errors) = (
         count(LinkStep::Down),
@@ -297,31 +367,32 @@ fn link_group(ctx: &Ctx<'_>, window: Window, steps: &[(EventIdx, LinkStep)], fou
             },
         );
     }
-    add_victims(ctx, place, nearest, found);
+    add_victims(ctx, place, nearest, ib_errors, found);
 }
 
 /// NCCL's completion errors that name the flapping host as the peer (or
 /// that the host's own ranks report on that HCA) make the link the cause.
-fn add_victims(ctx: &Ctx<'_>, place: &KernelPlace, factor: f64, found: &mut Found) {
+fn add_victims(
+    ctx: &Ctx<'_>,
+    place: &KernelPlace,
+    factor: f64,
+    ib_errors: &[EventIdx],
+    found: &mut Found,
+) {
     let Some(host) = place.host.as_deref() else {
         return;
     };
     let job = ctx.job;
     let mut lines = Vec::new();
     let mut reporters: BTreeMap<String, usize> = BTreeMap::new();
-    for (idx, ev) in job.events.iter().enumerate() {
+    for &idx in ib_errors {
+        let ev = &job.events[idx];
         let completion = ev.kind == EventKind::IbCompletionError;
-        if completion && ev.int("status") == Some(WR_FLUSH_ERR) {
-            continue;
-        }
         let reporter = ev.who.host.as_deref();
         let names_host = completion
             && reporter != Some(host)
             && ev.text_field("peer").and_then(|p| job.host_of_addr(p)) == Some(host);
-        let own_port = matches!(
-            ev.kind,
-            EventKind::IbCompletionError | EventKind::IbAsyncEvent
-        ) && reporter == Some(host)
+        let own_port = reporter == Some(host)
             && ev.text_field("hca").is_some()
             && ev.text_field("hca") == place.ibdev.as_deref();
         if names_host {
@@ -478,6 +549,7 @@ fn command_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
 
 fn gpu_line(
     ctx: &Ctx<'_>,
+    gpus: &JobGpus,
     ev: &Event,
     idx: EventIdx,
     place: &KernelPlace,
@@ -487,7 +559,7 @@ fn gpu_line(
     let Some((weight, detail)) = gpu_weight(ctx, ev) else {
         return;
     };
-    let weight = weight * factor * ownership(ctx, place);
+    let weight = weight * factor * ownership(gpus, place);
     let gpu = place.pci.as_deref().unwrap_or("a GPU");
     found.add(
         CauseKind::GpuFault,
@@ -531,16 +603,14 @@ fn gpu_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
 
 /// A GPU no rank of the job uses (when the job's GPUs on that host are
 /// known) is likely another job's.
-fn ownership(ctx: &Ctx<'_>, place: &KernelPlace) -> f64 {
+fn ownership(gpus: &JobGpus, place: &KernelPlace) -> f64 {
     if !place.ranks.is_empty() {
-        return 1.0;
+        1.0
+    } else if gpus.known_on(&place.host) {
+        0.35
+    } else {
+        0.8
     }
-    let known_gpus = ctx
-        .job
-        .ranks
-        .values()
-        .any(|r| r.gpu_bus_id.is_some() && (place.host.is_none() || r.host == place.host));
-    if known_gpus { 0.35 } else { 0.8 }
 }
 
 // ---------------------------------------------------------------- PCIe AER
@@ -552,15 +622,13 @@ enum Target {
 }
 
 /// Whether an AER line's device is one of the job's GPUs or NICs.
-fn aer_target(ctx: &Ctx<'_>, ev: &Event, place: &KernelPlace) -> Option<Target> {
+fn aer_target(gpus: &JobGpus, ctx: &Ctx<'_>, ev: &Event, place: &KernelPlace) -> Option<Target> {
     let pci = place.pci.as_deref()?;
     let devices = place
         .host
         .as_ref()
         .and_then(|h| ctx.job.kernel.hosts.get(h));
-    let rank_gpu = ctx.job.ranks.values().any(|r| {
-        r.gpu_bus_id.as_deref() == Some(pci) && (place.host.is_none() || r.host == place.host)
-    });
+    let rank_gpu = !gpus.ranks(&place.host, pci).is_empty();
     let driver = ev.text_field("driver").unwrap_or("");
     if rank_gpu || driver == "nvidia" || devices.is_some_and(|d| d.gpus.contains_key(pci)) {
         Some(Target::Gpu)
@@ -573,6 +641,7 @@ fn aer_target(ctx: &Ctx<'_>, ev: &Event, place: &KernelPlace) -> Option<Target> 
 
 fn aer_line(
     ctx: &Ctx<'_>,
+    gpus: &JobGpus,
     ev: &Event,
     idx: EventIdx,
     place: &KernelPlace,
@@ -584,13 +653,13 @@ fn aer_line(
         Some("non-fatal") => 0.35,
         _ => return,
     };
-    let Some(target) = aer_target(ctx, ev, place) else {
+    let Some(target) = aer_target(gpus, ctx, ev, place) else {
         return;
     };
     let pci = place.pci.as_deref().unwrap_or("?");
     let severity = ev.text_field("severity").unwrap_or("");
     let detail = format!("uncorrected ({severity}) PCIe error on {pci}");
-    let (kind, place) = aer_place(ctx, target, place);
+    let (kind, place) = aer_place(gpus, target, place);
     found.add(
         kind,
         &place,
@@ -604,17 +673,15 @@ fn aer_line(
 }
 
 /// The hypothesis an AER line supports, with the GPU's ranks filled in.
-fn aer_place(ctx: &Ctx<'_>, target: Target, place: &KernelPlace) -> (CauseKind, KernelPlace) {
+fn aer_place(gpus: &JobGpus, target: Target, place: &KernelPlace) -> (CauseKind, KernelPlace) {
     let mut place = place.clone();
     if target == Target::Gpu {
         place.gpu = true;
-        place.ranks = ctx
-            .job
-            .ranks
-            .values()
-            .filter(|r| r.gpu_bus_id == place.pci && (place.host.is_none() || r.host == place.host))
-            .map(|r| r.rank)
-            .collect();
+        place.ranks = place
+            .pci
+            .as_deref()
+            .map(|pci| gpus.ranks(&place.host, pci))
+            .unwrap_or_default();
         (CauseKind::GpuFault, place)
     } else {
         (CauseKind::HcaFault, place)
@@ -623,7 +690,7 @@ fn aer_place(ctx: &Ctx<'_>, target: Target, place: &KernelPlace) -> (CauseKind, 
 
 /// Corrected errors count only in bursts on one of the job's devices (a
 /// degrading link often precedes Xid 79 or mlx5 `Fatal error 1`).
-fn corrected_aer_bursts(ctx: &Ctx<'_>, window: Window, found: &mut Found) {
+fn corrected_aer_bursts(ctx: &Ctx<'_>, gpus: &JobGpus, window: Window, found: &mut Found) {
     const BURST: usize = 10;
     let mut bursts: BTreeMap<Place, Vec<EventIdx>> = BTreeMap::new();
     for (&idx, place) in &ctx.job.kernel.places {
@@ -638,10 +705,10 @@ fn corrected_aer_bursts(ctx: &Ctx<'_>, window: Window, found: &mut Found) {
     for idxs in bursts.values().filter(|v| v.len() >= BURST) {
         let place = &ctx.job.kernel.places[&idxs[0]];
         let ev = &ctx.job.events[idxs[0]];
-        let Some(target) = aer_target(ctx, ev, place) else {
+        let Some(target) = aer_target(gpus, ctx, ev, place) else {
             continue;
         };
-        let (kind, place) = aer_place(ctx, target, place);
+        let (kind, place) = aer_place(gpus, target, place);
         let detail = format!(
             "{} corrected PCIe errors on {}",
             idxs.len(),

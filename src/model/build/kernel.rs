@@ -38,8 +38,9 @@ pub fn collect(job: &mut Job) {
     let mut map = KernelMap::default();
     harvest_names(job, &hosts, &mut map);
     names_from_nccl(job, &mut map);
+    let by_host = ranks_by_host(job);
     for (idx, host) in &hosts {
-        let place = place_event(job, &map, *idx, host.clone());
+        let place = place_event(job, &map, &by_host, *idx, host.clone());
         map.places.insert(*idx, place);
     }
     job.kernel = map;
@@ -214,7 +215,25 @@ fn names_from_nccl(job: &Job, map: &mut KernelMap) {
     }
 }
 
-fn place_event(job: &Job, map: &KernelMap, idx: EventIdx, host: Option<String>) -> KernelPlace {
+/// Ranks per host (a kernel line is matched only against its host's ranks:
+/// a flood of lines must not cost a scan of every rank each).
+type RanksByHost = BTreeMap<Option<String>, Vec<u32>>;
+
+fn ranks_by_host(job: &Job) -> RanksByHost {
+    let mut out: RanksByHost = BTreeMap::new();
+    for info in job.ranks.values() {
+        out.entry(info.host.clone()).or_default().push(info.rank);
+    }
+    out
+}
+
+fn place_event(
+    job: &Job,
+    map: &KernelMap,
+    by_host: &RanksByHost,
+    idx: EventIdx,
+    host: Option<String>,
+) -> KernelPlace {
     let ev = &job.events[idx];
     let devices = host.as_ref().and_then(|h| map.hosts.get(h));
     let mut place = KernelPlace {
@@ -247,7 +266,7 @@ fn place_event(job: &Job, map: &KernelMap, idx: EventIdx, host: Option<String>) 
     if place.port.is_none() && !place.gpu && place.ibdev.is_some() {
         place.port = nccl_port(job, &place).or(Some(1));
     }
-    place.ranks = ranks_of(job, ev, &place);
+    place.ranks = ranks_of(job, by_host, ev, &place);
     place
 }
 
@@ -257,16 +276,23 @@ fn nccl_port(job: &Job, place: &KernelPlace) -> Option<u32> {
     host.nics.get(place.ibdev.as_deref()?)?.port
 }
 
-/// Ranks on the event's host whose GPU, HCA or process it names.
-fn ranks_of(job: &Job, ev: &Event, place: &KernelPlace) -> BTreeSet<u32> {
-    let single_host = job.hosts.len() <= 1;
-    let on_host = |h: Option<&str>| match (&place.host, h) {
-        (Some(a), Some(b)) => a == b,
-        _ => single_host,
+/// Ranks on the event's host whose GPU, HCA or process it names. A line
+/// without a host matches ranks only when the job has a single host.
+fn ranks_of(job: &Job, by_host: &RanksByHost, ev: &Event, place: &KernelPlace) -> BTreeSet<u32> {
+    let candidates: Vec<u32> = match &place.host {
+        Some(h) => by_host
+            .get(&Some(h.clone()))
+            .into_iter()
+            .chain(by_host.get(&None).filter(|_| job.hosts.len() <= 1))
+            .flatten()
+            .copied()
+            .collect(),
+        None if job.hosts.len() <= 1 => job.ranks.keys().copied().collect(),
+        None => Vec::new(),
     };
     let pid = ev.int("pid").and_then(|p| u32::try_from(p).ok());
     let mut ranks = BTreeSet::new();
-    for info in job.ranks.values().filter(|r| on_host(r.host.as_deref())) {
+    for info in candidates.iter().filter_map(|r| job.ranks.get(r)) {
         let by_gpu = place.gpu && place.pci.is_some() && info.gpu_bus_id == place.pci;
         let by_pid = pid.is_some() && info.pid == pid;
         let by_nic = !place.gpu
