@@ -183,6 +183,13 @@ fn paired_anchors(
     index: &[Option<u32>],
     boots: &mut BTreeMap<BootKey, Vec<NaiveDateTime>>,
 ) {
+    let unplaced = job.events.iter().zip(index).any(|(ev, b)| {
+        matches!(ev.time, RawTime::Uptime { .. })
+            && b.is_some_and(|b| !boots.contains_key(&(ev.origin.file, b)))
+    });
+    if !unplaced {
+        return;
+    }
     let key = |ev: &'_ Event| -> (Option<String>, String, Vec<u8>) {
         (
             ev.who.host.as_deref().map(str::to_string),

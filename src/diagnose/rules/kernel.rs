@@ -728,3 +728,103 @@ fn corrected_aer_bursts(ctx: &Ctx<'_>, gpus: &JobGpus, window: Window, found: &m
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::knowledge::Knowledge;
+    use crate::model::{Fields, Job, Level, Origin, RawTime, Value, Who};
+    use crate::timeline::Timeline;
+    use chrono::NaiveDate;
+
+    fn xid(code: i64, extra: &[(&str, Value)], time: RawTime) -> Event {
+        let mut fields = Fields::default();
+        fields.insert("xid", Value::Int(code));
+        fields.insert("pci", Value::Text("0000:3b:00.0".into()));
+        for (k, v) in extra {
+            fields.insert(k, v.clone());
+        }
+        Event {
+            kind: EventKind::KernelGpuXid,
+            pattern: "kernel.nvrm_xid".into(),
+            origin: Origin {
+                file: crate::model::FileId(0),
+                line: 1,
+            },
+            who: Who::default(),
+            level: Level::Error,
+            time,
+            fields,
+            text: "x".into(),
+        }
+    }
+
+    fn weight_of(ev: Event) -> f64 {
+        let job = Job {
+            events: vec![ev],
+            ..Job::default()
+        };
+        let kb = Knowledge::builtin().unwrap();
+        let timeline = Timeline::build(&job);
+        let ctx = Ctx {
+            job: &job,
+            timeline: &timeline,
+            kb: &kb,
+        };
+        gpu_weight(&ctx, &job.events[0]).unwrap().0
+    }
+
+    #[test]
+    fn xid_45_weighs_as_its_root_and_nvlink5_by_its_unit_word() {
+        let alone = weight_of(xid(45, &[], RawTime::None));
+        let after_149 = weight_of(xid(45, &[("root_xid", Value::Int(149))], RawTime::None));
+        assert!(alone < 0.2 && after_149 > 0.6, "{alone} {after_149}");
+        let nonfatal = weight_of(xid(
+            144,
+            &[("unit_severity", Value::Text("Nonfatal".into()))],
+            RawTime::None,
+        ));
+        let fatal = weight_of(xid(
+            149,
+            &[("unit_severity", Value::Text("Fatal".into()))],
+            RawTime::None,
+        ));
+        assert!(nonfatal < 0.35 && fatal > 0.6);
+        assert!(weight_of(xid(13, &[], RawTime::None)) < 0.35);
+        assert!(weight_of(xid(79, &[], RawTime::None)) > 0.85);
+    }
+
+    #[test]
+    fn lines_far_from_the_job_count_less() {
+        let at = |d, h| {
+            RawTime::Local(
+                NaiveDate::from_ymd_opt(2024, 11, d)
+                    .unwrap()
+                    .and_hms_opt(h, 0, 0)
+                    .unwrap(),
+            )
+        };
+        let mut job_line = xid(79, &[], at(29, 12));
+        job_line.kind = EventKind::WatchdogTimeout;
+        let job = Job {
+            events: vec![
+                job_line,
+                xid(79, &[], at(29, 12)),
+                xid(79, &[], at(29, 14)),
+                xid(79, &[], at(26, 12)),
+                xid(79, &[], RawTime::Uptime { micros: 5 }),
+            ],
+            ..Job::default()
+        };
+        let kb = Knowledge::builtin().unwrap();
+        let timeline = Timeline::build(&job);
+        let ctx = Ctx {
+            job: &job,
+            timeline: &timeline,
+            kb: &kb,
+        };
+        let w = job_window(&ctx);
+        let f: Vec<f64> = (1..5).map(|i| time_factor(&ctx, w, i)).collect();
+        assert_eq!(f, [1.0, 0.45, 0.25, 1.0]);
+    }
+}
