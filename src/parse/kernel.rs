@@ -612,6 +612,25 @@ mod tests {
     }
 
     #[test]
+    fn garbage_never_panics() {
+        // Bytes drawn from the prefixes' own alphabet reach the edge cases.
+        let alphabet = b"[]<>0123456789.,;: -+TCkernl_NovMJuSeptiWdFhxZ\xff";
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 40) as usize;
+            let line: Vec<u8> = (0..len)
+                .map(|i| alphabet[((seed >> (i % 8 * 8)) as usize + i * 7) % alphabet.len()])
+                .collect();
+            let _ = prefix(&line);
+            let _ = message(&line);
+            let _ = crate::parse::frame::frame(&line, &Default::default());
+        }
+    }
+
+    #[test]
     fn not_kernel_prefixes() {
         for line in [
             &b"[2025-05-10 00:18:21] x"[..],
@@ -624,6 +643,12 @@ mod tests {
             b"",
             b"[",
             b"[ 12.",
+            b"[ 99999999999.1] x",
+            b"[ 1.1234567890] x",
+            b"<9999>[ 1.0] x",
+            b"6,1,99999999999999999999,-;x",
+            b"[Mon Feb 30 12:00:00 2024] x",
+            b"kern  :bogus : x",
         ] {
             assert!(
                 prefix(line).is_none(),
