@@ -212,6 +212,26 @@ fn mlx5_link_down_up_and_a_victims_status_12_are_a_link_flap_of_node002_mlx5_1()
 }
 
 #[test]
+fn link_down_on_a_nic_the_job_does_not_use_is_not_the_cause() {
+    let job = Job::new(&|_| Vec::new(), &all_but(6));
+    job.write(
+        "node002/dmesg.txt",
+        "[    5.300000] mlx5_core 0000:c1:00.0 mlx5_2: Port: 1 Link ACTIVE\n\
+[86400.100000] mlx5_core 0000:c1:00.0 mlx5_2: Port: 1 Link DOWN\n",
+    );
+    let v = job.verdict();
+    assert_ne!(v["cause"]["kind"], "link_flap", "{v:#}");
+    let flap = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "link_flap")
+        .expect("still listed as a weak alternative");
+    assert_eq!(flap["device"], "mlx5_2");
+    assert!(flap["confidence"].as_f64().unwrap() < 0.35);
+}
+
+#[test]
 fn oom_killer_killing_rank_1_is_its_crash_syslog() {
     let job = Job::new(&|_| Vec::new(), &all_but(1));
     job.write(

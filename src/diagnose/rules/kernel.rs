@@ -237,6 +237,26 @@ fn at_boot(ev: &Event) -> bool {
     uptime_us(ev).is_some_and(|u| u < BOOT_SETTLE_US)
 }
 
+/// A NIC none of the job's ranks uses (when NCCL listed the host's HCAs) is
+/// likely not on the job's path: a management port, an uncabled port.
+fn nic_ownership(ctx: &Ctx<'_>, place: &KernelPlace) -> f64 {
+    if !place.ranks.is_empty() {
+        return 1.0;
+    }
+    let listed = place
+        .host
+        .as_ref()
+        .and_then(|h| ctx.job.hosts.get(h))
+        .map(|h| &h.nics)
+        .filter(|n| !n.is_empty());
+    match (listed, place.ibdev.as_deref()) {
+        (None, _) => 1.0,
+        (Some(nics), Some(d)) if nics.contains_key(d) => 0.8,
+        (Some(_), Some(_)) => 0.35,
+        (Some(_), None) => 0.7,
+    }
+}
+
 // ---------------------------------------------------------------- links
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,7 +360,8 @@ fn link_group(
     );
     let mut nearest: f64 = 0.0;
     for &(idx, step) in steps {
-        let factor = time_factor(ctx, window, idx);
+        let factor =
+            time_factor(ctx, window, idx) * nic_ownership(ctx, &ctx.job.kernel.places[&idx]);
         let (weight, why) = match step {
             LinkStep::Down => (base, format!("the kernel saw the link of {device} go down")),
             LinkStep::ModuleError => (
@@ -441,7 +462,7 @@ fn hca_line(
         CauseKind::HcaFault,
         place,
         Line {
-            weight: weight * factor,
+            weight: weight * factor * nic_ownership(ctx, place),
             idx,
             why: format!("the kernel reported a fault of {device}: {detail}"),
             detail,
