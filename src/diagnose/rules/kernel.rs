@@ -44,6 +44,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     corrected_aer_bursts(ctx, &gpus, window, &mut found);
+    gpu_message_heads(ctx, &mut found);
     found.finish()
 }
 
@@ -620,6 +621,22 @@ fn gpu_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
     };
     let action = info.action.trim_end_matches('.');
     Some((weight, format!("{head}; next: {action}")))
+}
+
+/// A multi-line NVRM message names the GPU on its first line: cite that
+/// line too where the GPU's fault is already supported.
+fn gpu_message_heads(ctx: &Ctx<'_>, found: &mut Found) {
+    for (&idx, place) in &ctx.job.kernel.places {
+        let ev = &ctx.job.events[idx];
+        if &*ev.pattern != "kernel.nvrm_gpu_announce" {
+            continue;
+        }
+        let key = (CauseKind::GpuFault, place.host.clone(), place.pci.clone());
+        if let Some(p) = found.pending.get_mut(&key) {
+            let why = "the driver's message about this GPU starts here".to_string();
+            p.supports.push((0.3, idx, why));
+        }
+    }
 }
 
 /// A GPU no rank of the job uses (when the job's GPUs on that host are

@@ -263,7 +263,11 @@ fn place_event(
                 .or_else(|| nic.netdevs.iter().next().cloned());
         }
     }
-    if place.port.is_none() && !place.gpu && place.ibdev.is_some() {
+    // Every mlx5 PCI function has exactly one port.
+    let mlx5 = ev
+        .text_field("driver")
+        .is_some_and(|d| d.starts_with("mlx5"));
+    if place.port.is_none() && !place.gpu && (place.ibdev.is_some() || mlx5) {
         place.port = nccl_port(job, &place).or(Some(1));
     }
     place.ranks = ranks_of(job, by_host, ev, &place);
