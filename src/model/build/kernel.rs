@@ -47,22 +47,52 @@ pub fn collect(job: &mut Job) {
     add_deaths(job);
 }
 
-/// Kernel events and their host.
+/// Kernel events and their host: the syslog host or path hint on the line,
+/// else a job host the file's name spells (`dmesg-node005.txt`), else the
+/// job's only host.
 fn event_hosts(job: &Job) -> BTreeMap<EventIdx, Option<String>> {
     let only_host = if job.hosts.len() == 1 {
         job.hosts.keys().next().cloned()
     } else {
         None
     };
+    let mut by_name: BTreeMap<crate::model::FileId, Option<String>> = BTreeMap::new();
     job.events
         .iter()
         .enumerate()
         .filter(|(_, e)| is_kernel(e.kind))
         .map(|(i, e)| {
             let host = e.who.host.as_deref().map(|h| short_host(h).to_string());
-            (i, host.or_else(|| only_host.clone()))
+            let named = || {
+                by_name
+                    .entry(e.origin.file)
+                    .or_insert_with(|| host_in_file_name(job, e.origin.file))
+                    .clone()
+            };
+            (i, host.or_else(named).or_else(|| only_host.clone()))
         })
         .collect()
+}
+
+/// The longest job host whose name stands as a token in the file's name.
+fn host_in_file_name(job: &Job, file: crate::model::FileId) -> Option<String> {
+    let path = job.file_path(file);
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let bounded = |at: usize, len: usize| {
+        let before = name[..at].chars().next_back();
+        let after = name[at + len..].chars().next();
+        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
+        edge(before) && edge(after)
+    };
+    job.hosts
+        .keys()
+        .filter(|h| !h.is_empty())
+        .filter(|h| {
+            name.match_indices(h.as_str())
+                .any(|(at, _)| bounded(at, h.len()))
+        })
+        .max_by_key(|h| h.len())
+        .cloned()
 }
 
 /// Multi-line NVRM messages name the GPU on their first line only: a
@@ -271,7 +301,25 @@ fn place_event(
         place.port = nccl_port(job, &place).or(Some(1));
     }
     place.ranks = ranks_of(job, by_host, ev, &place);
+    if place.host.is_none() {
+        adopt_host_by_pid(job, ev, &mut place);
+    }
     place
+}
+
+/// A line with no host in a multi-host job: a pid that only one rank has
+/// (an Xid's or the OOM killer's) names the rank, and so the host.
+fn adopt_host_by_pid(job: &Job, ev: &Event, place: &mut KernelPlace) {
+    let Some(pid) = ev.int("pid").and_then(|p| u32::try_from(p).ok()) else {
+        return;
+    };
+    let mut owners = job.ranks.values().filter(|r| r.pid == Some(pid));
+    if let (Some(only), None) = (owners.next(), owners.next())
+        && only.host.is_some()
+    {
+        place.host.clone_from(&only.host);
+        place.ranks = BTreeSet::from([only.rank]);
+    }
 }
 
 /// The port NCCL uses on this HCA (mlx5 functions have one port: 1).
@@ -533,6 +581,44 @@ mod tests {
         ];
         collect(&mut job);
         assert_eq!(job.kernel.place(1).unwrap().ranks, BTreeSet::from([2]));
+    }
+
+    #[test]
+    fn host_less_lines_find_their_host_by_file_name_or_unique_pid() {
+        let mut job = base_job();
+        job.files = vec![
+            crate::model::FileInfo::default(),
+            crate::model::FileInfo {
+                id: FileId(1),
+                path: "logs/dmesg-node002.txt".into(),
+                ..Default::default()
+            },
+        ];
+        let mut xid = ev(
+            1,
+            EventKind::KernelGpuXid,
+            "x",
+            "kernel.nvrm_xid",
+            &[("pci", text("0000:3b:00.0")), ("xid", Value::Int(79))],
+        );
+        xid.who.host = None;
+        let mut oom = ev(2, EventKind::KernelOomKill, "x", "kernel.oom_killed", &[]);
+        oom.who.host = None;
+        oom.origin.file = FileId(0);
+        oom.fields.insert("pid", Value::Int(1006));
+        job.events = vec![xid, oom];
+        collect(&mut job);
+        let xid = job.kernel.place(0).unwrap();
+        assert_eq!(
+            (xid.host.as_deref(), &xid.ranks),
+            (Some("node002"), &BTreeSet::from([5]))
+        );
+        let oom = job.kernel.place(1).unwrap();
+        assert_eq!(
+            (oom.host.as_deref(), &oom.ranks),
+            (Some("node002"), &BTreeSet::from([6]))
+        );
+        assert_eq!(job.deaths[0].rank, Some(6));
     }
 
     #[test]
