@@ -22,6 +22,8 @@ pub enum Source {
     Counters,
     /// Fabric snapshots: ibstat, ibstatus, ibv_devinfo, show_gids, mlxlink.
     Snapshot,
+    /// The hosts' kernel logs (dmesg, journalctl -k, syslog).
+    Kernel,
 }
 
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! The knowledge base (`grammars/knowledge.toml`): the cause catalogue with
 //! summary and remedy templates, the rules telling victims from culprits, and
-//! the code tables (ibv_wc_status, ncclResult) used to explain lines.
+//! the code tables (ibv_wc_status, ncclResult, NVIDIA Xid) used to explain lines.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -21,6 +21,40 @@ struct KnowledgeFile {
     gpu_error: Vec<GpuErrorSpec>,
     ibv_wc_status: Vec<CodeSpec>,
     nccl_result: Vec<CodeSpec>,
+    #[serde(default)]
+    xid_class: Vec<XidClassSpec>,
+    #[serde(default)]
+    xid: Vec<XidSpec>,
+    #[serde(default)]
+    mlx5: Mlx5Spec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct XidClassSpec {
+    name: String,
+    weight: f64,
+    meaning: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct XidSpec {
+    code: i64,
+    name: String,
+    class: String,
+    severity: String,
+    hardware: bool,
+    action: String,
+    #[serde(default)]
+    unit_word_decides: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Mlx5Spec {
+    #[serde(default)]
+    wedged_command_timeouts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -61,6 +95,28 @@ struct CodeSpec {
     meaning: String,
 }
 
+/// What an NVIDIA Xid means and how much it says about the GPU.
+#[derive(Debug, Clone)]
+pub struct XidInfo {
+    pub code: i64,
+    pub name: String,
+    /// The class (`app`, `hardware`, `node`, …) whose weight it carries.
+    pub class: String,
+    pub severity: String,
+    /// The Xid implicates the GPU hardware, not the program.
+    pub hardware: bool,
+    pub action: String,
+    /// `Nonfatal` / `Fatal` after the unit name decides (NVLink5).
+    pub unit_word_decides: bool,
+}
+
+/// One Xid class: how strongly it points at the GPU, and what it means.
+#[derive(Debug, Clone)]
+pub struct XidClass {
+    pub weight: f64,
+    pub meaning: String,
+}
+
 /// One cause's text.
 #[derive(Debug, Clone)]
 pub struct CauseText {
@@ -90,6 +146,10 @@ pub struct Knowledge {
     nccl_result: BTreeMap<i64, CodeText>,
     /// What NIC and IB counters mean (`grammars/counters.toml`).
     pub counters: CounterKnowledge,
+    xids: BTreeMap<i64, XidInfo>,
+    xid_classes: BTreeMap<String, XidClass>,
+    /// mlx5 firmware commands whose timeout means the firmware is wedged.
+    wedged_commands: Vec<String>,
 }
 
 impl Knowledge {
@@ -140,7 +200,11 @@ impl Knowledge {
                 })
                 .collect()
         };
+        let (xid_classes, xids) = xid_tables(file, raw.xid_class, raw.xid)?;
         Ok(Knowledge {
+            xids,
+            xid_classes,
+            wedged_commands: raw.mlx5.wedged_command_timeouts,
             causes,
             consequences: ConsequenceRules {
                 exception_types: raw.consequences.exception_types,
@@ -180,6 +244,64 @@ impl Knowledge {
     pub fn nccl_result(&self, code: i64) -> Option<&CodeText> {
         self.nccl_result.get(&code)
     }
+
+    pub fn xid(&self, code: i64) -> Option<&XidInfo> {
+        self.xids.get(&code)
+    }
+
+    pub fn xid_class(&self, name: &str) -> Option<&XidClass> {
+        self.xid_classes.get(name)
+    }
+
+    /// A timeout of this mlx5 firmware command means the firmware is wedged.
+    pub fn is_wedged_command(&self, command: &str) -> bool {
+        self.wedged_commands.iter().any(|c| c == command)
+    }
+}
+
+type XidTables = (BTreeMap<String, XidClass>, BTreeMap<i64, XidInfo>);
+
+/// The Xid classes and entries; every entry's class must exist.
+fn xid_tables(
+    file: &str,
+    classes: Vec<XidClassSpec>,
+    xids: Vec<XidSpec>,
+) -> Result<XidTables, GrammarError> {
+    let classes: BTreeMap<String, XidClass> = classes
+        .into_iter()
+        .map(|c| {
+            (
+                c.name,
+                XidClass {
+                    weight: c.weight.clamp(0.0, 1.0),
+                    meaning: c.meaning,
+                },
+            )
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for x in xids {
+        if !classes.contains_key(&x.class) {
+            return Err(GrammarError::Pattern {
+                file: file.into(),
+                id: format!("xid {}", x.code),
+                reason: format!("unknown xid class `{}`", x.class),
+            });
+        }
+        out.insert(
+            x.code,
+            XidInfo {
+                code: x.code,
+                name: x.name,
+                class: x.class,
+                severity: x.severity,
+                hardware: x.hardware,
+                action: x.action,
+                unit_word_decides: x.unit_word_decides,
+            },
+        );
+    }
+    Ok((classes, out))
 }
 
 /// Fills `{name}` placeholders; a name without a value becomes `?`.
@@ -221,6 +343,31 @@ mod tests {
         }
         assert_eq!(k.wc_status(12).unwrap().name, "IBV_WC_RETRY_EXC_ERR");
         assert_eq!(k.nccl_result(6).unwrap().name, "ncclRemoteError");
+    }
+
+    #[test]
+    fn xid_table_covers_the_catalogue_and_classes_weigh_in_order() {
+        let k = Knowledge::builtin().unwrap();
+        let listed = [
+            8, 13, 31, 32, 38, 43, 44, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109,
+            110, 119, 120, 121, 136, 137, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154, 155,
+            156, 157, 158, 171, 172,
+        ];
+        for code in listed {
+            let x = k.xid(code).unwrap_or_else(|| panic!("xid {code} missing"));
+            assert!(!x.action.is_empty() && k.xid_class(&x.class).is_some());
+        }
+        let w = |code| k.xid_class(&k.xid(code).unwrap().class).unwrap().weight;
+        assert!(w(13) < w(63) && w(63) < w(48) && w(48) < w(79));
+        assert!(k.xid(79).unwrap().hardware && !k.xid(13).unwrap().hardware);
+        assert!(k.xid(149).unwrap().unit_word_decides);
+        assert!(k.is_wedged_command("MANAGE_PAGES") && !k.is_wedged_command("ACCESS_REG"));
+    }
+
+    #[test]
+    fn an_xid_with_an_unknown_class_is_rejected() {
+        let text = KNOWLEDGE.replace("class = \"node\"", "class = \"nodes\"");
+        assert!(Knowledge::parse("k.toml", &text).is_err());
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "launcher.toml",
         include_str!("../../grammars/launcher.toml"),
     ),
+    ("kernel.toml", include_str!("../../grammars/kernel.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::kernel::KernelMap;
 use super::{
     CounterDelta, CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
 };
@@ -188,6 +189,8 @@ pub struct Job {
     pub gids: Vec<GidEntry>,
     /// Flight Recorder dumps, one per rank.
     pub flight: Vec<FlightDump>,
+    /// Kernel logs: device names per host, and each kernel event's place.
+    pub kernel: KernelMap,
 }
 
 impl Job {

@@ -5,6 +5,7 @@ pub mod build;
 pub mod cause;
 pub mod event;
 pub mod job;
+pub mod kernel;
 pub mod sys;
 pub mod time;
 

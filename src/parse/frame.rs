@@ -4,13 +4,14 @@
 //! Prefixes stack in any order real pipelines produce, e.g.
 //! `2019-06-02T16:13:44.884Z: [1,12]<stdout>:host:815:864 [0] … NCCL WARN msg` or
 //! `[default3]:[rank11]:[E1129 12:34:56.789 ProcessGroupNCCL.cpp:607] msg`.
-//! Launcher prefixes and stamps are peeled repeatedly; a writer prefix (NCCL,
-//! c10, glog, Python logging) ends the peeling, because its message follows.
+//! Launcher prefixes, stamps and kernel log prefixes (`kernel`) are peeled
+//! repeatedly; a writer prefix (NCCL, c10, glog, Python logging) ends the
+//! peeling, because its message follows.
 
 use crate::ingest::launcher::{self, LauncherStyle, Tag};
 use crate::model::{Level, RawTime, Who};
 
-use super::{nccl, stamps, torch};
+use super::{kernel, nccl, stamps, torch};
 
 /// A line with its prefixes read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,9 @@ pub struct Frame<'a> {
     pub body: &'a [u8],
     /// The writer prefix was NCCL's.
     pub nccl: bool,
+    /// Microseconds since boot, when a kernel prefix printed them (also when
+    /// `time` holds the wall time of the same line, as syslog keeps both).
+    pub uptime_us: Option<i64>,
 }
 
 const MAX_PREFIXES: usize = 8;
@@ -33,11 +37,17 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         level: None,
         body: line,
         nccl: false,
+        uptime_us: None,
     };
     let mut pos = 0;
     for _ in 0..MAX_PREFIXES {
         let s = &line[pos..];
-        if let Some((n, tag)) = launcher::parse_prefix(s, style) {
+        if let Some(k) = kernel::prefix(s) {
+            apply_kernel(&mut f, &k);
+            pos += k.len;
+        } else if kernel::starts_message(s) {
+            break;
+        } else if let Some((n, tag)) = launcher::parse_prefix(s, style) {
             apply_tag(&mut f.who, tag);
             pos += n;
         } else if let Some((t, n)) = leading_stamp(s) {
@@ -79,6 +89,29 @@ fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
         }
         None => 0,
     }
+}
+
+/// A kernel prefix piece: wall time beats uptime as the line's time, and the
+/// uptime is kept beside it so the timeline can tie the two clocks together.
+fn apply_kernel(f: &mut Frame<'_>, k: &kernel::KernelPrefix<'_>) {
+    match k.time {
+        RawTime::None => {}
+        RawTime::Uptime { micros } => {
+            f.uptime_us = f.uptime_us.or(Some(micros));
+            if !f.time.is_some() {
+                f.time = k.time;
+            }
+        }
+        wall => {
+            if matches!(f.time, RawTime::None | RawTime::Uptime { .. }) {
+                f.time = wall;
+            }
+        }
+    }
+    if let (None, Some(h)) = (&f.who.host, k.host) {
+        f.who.host = Some(kernel::short_host(h));
+    }
+    f.level = f.level.or(k.level);
 }
 
 fn apply_tag(who: &mut Who, tag: Tag<'_>) {
@@ -179,6 +212,50 @@ mod tests {
         let f =
             plain(b"18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] y");
         assert_eq!((f.who.rank, f.body), (Some(4), &b"y"[..]));
+    }
+
+    #[test]
+    fn syslog_keeps_wall_time_host_and_uptime() {
+        let f =
+            plain(b"Sep 19 16:18:02 bubz.lan kernel: [68183.615790] pcieport 0000:00:03.1: AER: x");
+        assert!(matches!(
+            f.time,
+            RawTime::NoYear {
+                month: 9,
+                day: 19,
+                ..
+            }
+        ));
+        assert_eq!(f.uptime_us, Some(68_183_615_790));
+        assert_eq!(f.who.host.as_deref(), Some("bubz"));
+        assert_eq!(f.body, b"pcieport 0000:00:03.1: AER: x");
+    }
+
+    #[test]
+    fn dmesg_x_iso_and_raw_forms_reach_the_message() {
+        let f = plain(
+            b"kern  :err   : 2024-11-15T05:39:15,491363+00:00 NVRM: Xid (PCI:0000:19:00): 48",
+        );
+        assert_eq!(f.level, Some(Level::Error));
+        assert!(matches!(f.time, RawTime::Zoned(_)));
+        assert_eq!(f.body, b"NVRM: Xid (PCI:0000:19:00): 48");
+        let f = plain(b"<6>[   11.110211] mlx5_core 0000:41:00.0 enp65s0f0np0: renamed from eth0");
+        assert_eq!(f.time, RawTime::Uptime { micros: 11_110_211 });
+        assert_eq!(
+            f.body,
+            b"mlx5_core 0000:41:00.0 enp65s0f0np0: renamed from eth0"
+        );
+    }
+
+    #[test]
+    fn bare_nvrm_lines_are_not_pdsh_hosts() {
+        let style = LauncherStyle {
+            pdsh_hosts: vec![b"NVRM".to_vec()],
+            ..LauncherStyle::default()
+        };
+        let f = frame(b"NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal", &style);
+        assert_eq!(f.who.host, None);
+        assert!(f.body.starts_with(b"NVRM: Xid"));
     }
 
     #[test]

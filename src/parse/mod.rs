@@ -2,7 +2,9 @@
 //! messages themselves are grammar data (`grammars/`).
 
 pub mod archive;
+pub mod clock_file;
 pub mod frame;
+pub mod kernel;
 pub mod lint;
 pub mod nccl;
 pub mod paste;

@@ -12,7 +12,7 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::{Event, Origin, SysRecord, Who};
+use crate::model::{Event, Origin, RawTime, SysRecord, Value, Who};
 
 use super::frame::frame;
 use super::paste::unpaste;
@@ -117,7 +117,11 @@ fn parse_head_and_rest(
 ) -> FileParse {
     let profile = sniff(&head);
     match profile.kind {
-        FileKind::Log => {}
+        FileKind::Log => {
+            if let Some(out) = super::clock_file::parse(file, &head) {
+                return out;
+            }
+        }
         FileKind::Table(kind) => return parse_whole_table(kind, head, stream, file),
         FileKind::Empty => {
             return FileParse {
@@ -259,6 +263,14 @@ impl<'a> Scanner<'a> {
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         let text = evidence_text(line, &mut self.out.lossy_lines);
+        let mut fields = m.fields;
+        // Syslog lines that keep the kernel's own stamp carry both clocks.
+        if let Some(up) = framed
+            .uptime_us
+            .filter(|_| !matches!(framed.time, RawTime::Uptime { .. }))
+        {
+            fields.insert("uptime_us", Value::Int(up));
+        }
         self.out.matched_lines += 1;
         self.out.events.push(Event {
             kind: m.pattern.kind,
@@ -270,7 +282,7 @@ impl<'a> Scanner<'a> {
             who,
             level: framed.level.or(m.pattern.level).unwrap_or_default(),
             time: framed.time,
-            fields: m.fields,
+            fields,
             text,
         });
     }

@@ -5,7 +5,13 @@
 //! log shippers). This first cut reads them all as the hosts' clock faces (local
 //! time), takes the year for year-less stamps from the stamps that have one,
 //! and leaves lines without a stamp unplaced. Per-host skew estimation comes
-//! with the diagnosis engine (docs/design.md, step 5).
+//! with the diagnosis engine (docs/design.md, step 5). Kernel uptimes are
+//! placed on the wall clock where their boot's moment can be derived
+//! (`boots`).
+
+mod boots;
+
+pub use boots::uptime_us;
 
 use chrono::NaiveDateTime;
 
@@ -19,6 +25,8 @@ pub struct Timeline {
     /// states one (ordering still works; rendering drops the year).
     pub year: i32,
     pub year_known: bool,
+    /// Per event: the boot it belongs to within its file (kernel events).
+    boots: Vec<Option<u32>>,
 }
 
 /// Placeholder year for year-less stamps: a leap year, so `Feb 29` parses.
@@ -28,16 +36,23 @@ impl Timeline {
     pub fn build(job: &Job) -> Timeline {
         let known = job_year(job);
         let year = known.unwrap_or(PLACEHOLDER_YEAR);
-        let times = job
+        let mut times: Vec<_> = job
             .events
             .iter()
             .map(|e| e.time.to_local(Some(year)))
             .collect();
+        let boots = boots::place(job, &mut times);
         Timeline {
             times,
             year,
             year_known: known.is_some(),
+            boots,
         }
+    }
+
+    /// The boot of its file a kernel event belongs to (0 = the first).
+    pub fn boot_of(&self, event: usize) -> Option<u32> {
+        self.boots.get(event).copied().flatten()
     }
 
     pub fn time_of(&self, event: usize) -> Option<NaiveDateTime> {

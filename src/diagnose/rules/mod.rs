@@ -6,6 +6,7 @@
 mod application;
 mod fabric;
 mod gpu;
+mod kernel;
 mod network;
 mod process;
 mod setup;
@@ -33,6 +34,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(setup::hypotheses(ctx));
     out.extend(application::hypotheses(ctx, hang));
     out.extend(fabric::hypotheses(ctx, hang));
+    out.extend(kernel::hypotheses(ctx));
     out
 }
 

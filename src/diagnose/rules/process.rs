@@ -117,6 +117,7 @@ fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
     let ev = &ctx.job.events[d.evidence[0]];
     let source = match ev.kind {
         EventKind::PythonException => Source::Torch,
+        k if crate::model::kernel::is_kernel(k) => Source::Kernel,
         _ => Source::Launcher,
     };
     let weight = match (d.kind, d.signal.as_deref()) {

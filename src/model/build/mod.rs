@@ -1,13 +1,15 @@
 //! The model stage: join the events of every file into one [`Job`].
 //!
 //! Order matters: ranks are resolved first (every later step keys on them),
-//! then the network picture, the process groups and the deaths.
+//! then the network picture, the process groups and the deaths; the kernel
+//! logs last, as they join onto all of these (and add deaths).
 
 mod collectives;
 mod counters;
 mod deaths;
 mod flight;
 mod identity;
+mod kernel;
 mod network;
 
 use super::{Event, FileInfo, Job, SysRecord};
@@ -36,6 +38,7 @@ pub fn build(
     network::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
+    kernel::collect(&mut job);
     job
 }
 

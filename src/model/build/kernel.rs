@@ -1,0 +1,667 @@
+//! Kernel logs joined to the job.
+//!
+//! A kernel line names a PCI function (`mlx5_core 0000:3b:00.1 ens1f1np1:`),
+//! sometimes a netdev or an RDMA device; NCCL names HCAs by RDMA device
+//! (`mlx5_1`) and GPUs by bus id. Per host this builds the table PCI address
+//! ↔ RDMA device ↔ netdevs (and GPU ↔ UUID), then places every kernel event:
+//! its host, device, port, and the ranks whose GPU, NIC or process it is
+//! about. The OOM killer's and segfault lines become deaths of the ranks
+//! whose pid they name.
+//!
+//! A kernel file's host is the syslog host on its lines, else the one its
+//! path names (`node005/dmesg.txt`), else the job's only host.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+use crate::grammar::normalize_bus_id;
+use crate::model::kernel::{KernelMap, KernelPlace, is_kernel};
+use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, Value};
+
+use super::short_host;
+
+/// Predictable device names that spell the PCI address in decimal:
+/// `enp59s0f1np1`, `ibp59s0f0`, `rocep59s0f0`, `enP2p59s0f0` (domain 2).
+static PCI_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:en|ib|roce)(?:P(?P<dom>\d+))?p(?P<bus>\d+)s(?P<slot>\d+)(?:f(?P<func>\d+))?(?:np\d+|d\d+)?$").unwrap()
+});
+/// mlx5 / mlx4 RDMA device names numbered in probe order.
+static MLX_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^mlx[45]_(?P<n>\d+)$").unwrap());
+
+const NIC_DRIVERS: &[&str] = &["mlx5_core", "mlx5_ib", "mlx4_core", "mlx4_en"];
+
+pub fn collect(job: &mut Job) {
+    attach_continuations(job);
+    let hosts = event_hosts(job);
+    let mut map = KernelMap::default();
+    harvest_names(job, &hosts, &mut map);
+    names_from_nccl(job, &mut map);
+    let by_host = ranks_by_host(job);
+    for (idx, host) in &hosts {
+        let place = place_event(job, &map, &by_host, *idx, host.clone());
+        map.places.insert(*idx, place);
+    }
+    job.kernel = map;
+    add_deaths(job);
+}
+
+/// Kernel events and their host: the syslog host or path hint on the line,
+/// else a job host the file's name spells (`dmesg-node005.txt`), else the
+/// job's only host.
+fn event_hosts(job: &Job) -> BTreeMap<EventIdx, Option<String>> {
+    let only_host = if job.hosts.len() == 1 {
+        job.hosts.keys().next().cloned()
+    } else {
+        None
+    };
+    let mut by_name: BTreeMap<crate::model::FileId, Option<String>> = BTreeMap::new();
+    job.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| is_kernel(e.kind))
+        .map(|(i, e)| {
+            let host = e.who.host.as_deref().map(|h| short_host(h).to_string());
+            let named = || {
+                by_name
+                    .entry(e.origin.file)
+                    .or_insert_with(|| host_in_file_name(job, e.origin.file))
+                    .clone()
+            };
+            (i, host.or_else(named).or_else(|| only_host.clone()))
+        })
+        .collect()
+}
+
+/// The longest job host whose name stands as a token in the file's name.
+fn host_in_file_name(job: &Job, file: crate::model::FileId) -> Option<String> {
+    let path = job.file_path(file);
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let bounded = |at: usize, len: usize| {
+        let before = name[..at].chars().next_back();
+        let after = name[at + len..].chars().next();
+        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
+        edge(before) && edge(after)
+    };
+    job.hosts
+        .keys()
+        .filter(|h| !h.is_empty())
+        .filter(|h| {
+            name.match_indices(h.as_str())
+                .any(|(at, _)| bounded(at, h.len()))
+        })
+        .max_by_key(|h| h.len())
+        .cloned()
+}
+
+/// Multi-line NVRM messages name the GPU on their first line only: a
+/// continuation that says the GPU fell off the bus takes the PCI address of
+/// the `The NVIDIA GPU <bdf>` line just before it in the same file.
+fn attach_continuations(job: &mut Job) {
+    const MAX_GAP: u64 = 4;
+    let mut last: Option<(crate::model::FileId, u64, Value)> = None;
+    for ev in &mut job.events {
+        if ev.kind == EventKind::KernelDeviceMap && &*ev.pattern == "kernel.nvrm_gpu_announce" {
+            last = ev
+                .fields
+                .get("pci")
+                .map(|p| (ev.origin.file, ev.origin.line, p.clone()));
+        } else if ev.kind == EventKind::KernelGpuLost
+            && ev.fields.get("pci").is_none()
+            && let Some((file, line, pci)) = &last
+            && *file == ev.origin.file
+            && ev.origin.line > *line
+            && ev.origin.line - line <= MAX_GAP
+        {
+            ev.fields.insert("pci", pci.clone());
+        }
+    }
+}
+
+fn pci_of(ev: &Event) -> Option<String> {
+    ev.text_field("pci").and_then(normalize_bus_id)
+}
+
+/// The event is about a GPU.
+fn is_gpu_event(ev: &Event) -> bool {
+    matches!(ev.kind, EventKind::KernelGpuXid | EventKind::KernelGpuLost)
+        || ev.text_field("device") == Some("gpu")
+        || ev.text_field("driver") == Some("nvidia")
+}
+
+/// The event is about a NIC.
+fn is_nic_event(ev: &Event) -> bool {
+    let nic_kind = matches!(
+        ev.kind,
+        EventKind::KernelNicLink
+            | EventKind::KernelIbPortState
+            | EventKind::KernelNicModule
+            | EventKind::KernelNicCmdError
+            | EventKind::KernelNicHealth
+            | EventKind::KernelNicTxTimeout
+            | EventKind::KernelCqeError
+    );
+    let nic_driver = ev
+        .text_field("driver")
+        .is_some_and(|d| NIC_DRIVERS.contains(&d));
+    nic_driver || (nic_kind && !is_gpu_event(ev))
+}
+
+/// PCI ↔ names from the lines themselves.
+fn harvest_names(job: &Job, hosts: &BTreeMap<EventIdx, Option<String>>, map: &mut KernelMap) {
+    let mut last_gpu: Option<(crate::model::FileId, u64, String)> = None;
+    for (&idx, host) in hosts {
+        let ev = &job.events[idx];
+        let Some(host) = host else { continue };
+        let devices = map.hosts.entry(host.clone()).or_default();
+        let pci = pci_of(ev);
+        if is_gpu_event(ev) {
+            if let Some(pci) = &pci {
+                let gpu = devices.gpus.entry(pci.clone()).or_default();
+                if let Some(uuid) = ev.text_field("uuid") {
+                    gpu.uuid = Some(uuid.to_string());
+                }
+                last_gpu = Some((ev.origin.file, ev.origin.line, pci.clone()));
+            } else if let (Some(serial), Some((file, line, gpu_pci))) =
+                (ev.text_field("serial"), &last_gpu)
+                && *file == ev.origin.file
+                && ev.origin.line <= line + 2
+            {
+                devices.gpus.entry(gpu_pci.clone()).or_default().serial = Some(serial.to_string());
+            }
+            continue;
+        }
+        let (Some(pci), true) = (pci, is_nic_event(ev)) else {
+            continue;
+        };
+        let nic = devices.nics.entry(pci).or_default();
+        if let Some(driver) = ev.text_field("driver").filter(|d| NIC_DRIVERS.contains(d)) {
+            nic.driver = Some(driver.to_string());
+        }
+        if let Some(ibdev) = ev.text_field("ibdev") {
+            nic.ibdev = Some(ibdev.to_string());
+            nic.ibdev_guessed = false;
+        }
+        if let Some(netdev) = ev.text_field("netdev") {
+            nic.netdevs.insert(netdev.to_string());
+        }
+    }
+}
+
+/// The PCI address a predictable name spells (`rocep59s0f1` → `0000:3b:00.1`).
+pub fn pci_from_name(name: &str) -> Option<String> {
+    let c = PCI_NAME.captures(name)?;
+    let num = |k: &str| {
+        c.name(k)
+            .map_or(Some(0), |m| m.as_str().parse::<u32>().ok())
+    };
+    let (dom, bus, slot, func) = (num("dom")?, num("bus")?, num("slot")?, num("func")?);
+    (dom <= 0xffff && bus <= 0xff && slot <= 0x1f && func <= 7)
+        .then(|| format!("{dom:04x}:{bus:02x}:{slot:02x}.{func:x}"))
+}
+
+/// RDMA device names NCCL uses, tied to PCI functions: predictable names
+/// spell their address; `mlx5_N` names follow PCI probe order, which is used
+/// only when the kernel log shows every mlx5 function up to N and no line
+/// names any RDMA device of the host (then marked as guessed).
+fn names_from_nccl(job: &Job, map: &mut KernelMap) {
+    for (host, info) in &job.hosts {
+        let Some(devices) = map.hosts.get_mut(host) else {
+            continue;
+        };
+        for name in info.nics.keys() {
+            if let Some(pci) = pci_from_name(name) {
+                let nic = devices.nics.entry(pci).or_default();
+                nic.ibdev.get_or_insert_with(|| name.clone());
+            }
+        }
+        let numbered: BTreeMap<usize, &String> = info
+            .nics
+            .keys()
+            .filter_map(|n| {
+                MLX_NAME
+                    .captures(n)
+                    .and_then(|c| c["n"].parse().ok().map(|i| (i, n)))
+            })
+            .collect();
+        let any_named = devices.nics.values().any(|n| n.ibdev.is_some());
+        let mlx = |n: &crate::model::kernel::NicNames| {
+            n.driver.as_deref().is_some_and(|d| d.starts_with("mlx"))
+        };
+        let Some(&max) = numbered.keys().next_back() else {
+            continue;
+        };
+        if any_named || devices.nics.values().filter(|n| mlx(n)).count() <= max {
+            continue;
+        }
+        let in_order = devices.nics.values_mut().filter(|n| mlx(n));
+        for (i, nic) in in_order.enumerate() {
+            if let Some(name) = numbered.get(&i) {
+                nic.ibdev = Some((*name).clone());
+                nic.ibdev_guessed = true;
+            }
+        }
+    }
+}
+
+/// Ranks per host (a kernel line is matched only against its host's ranks:
+/// a flood of lines must not cost a scan of every rank each).
+type RanksByHost = BTreeMap<Option<String>, Vec<u32>>;
+
+fn ranks_by_host(job: &Job) -> RanksByHost {
+    let mut out: RanksByHost = BTreeMap::new();
+    for info in job.ranks.values() {
+        out.entry(info.host.clone()).or_default().push(info.rank);
+    }
+    out
+}
+
+fn place_event(
+    job: &Job,
+    map: &KernelMap,
+    by_host: &RanksByHost,
+    idx: EventIdx,
+    host: Option<String>,
+) -> KernelPlace {
+    let ev = &job.events[idx];
+    let devices = host.as_ref().and_then(|h| map.hosts.get(h));
+    let mut place = KernelPlace {
+        pci: ev
+            .text_field("source")
+            .and_then(normalize_bus_id)
+            .or_else(|| pci_of(ev)),
+        gpu: is_gpu_event(ev),
+        ibdev: ev.text_field("ibdev").map(str::to_string),
+        netdev: ev.text_field("netdev").map(str::to_string),
+        port: ev.int("port").and_then(|p| u32::try_from(p).ok()),
+        host,
+        ranks: BTreeSet::new(),
+    };
+    if let Some(devices) = devices.filter(|_| !place.gpu) {
+        if place.pci.is_none() {
+            let by_name = place.ibdev.as_deref().or(place.netdev.as_deref());
+            place.pci = by_name
+                .and_then(|n| devices.nic_by_name(n))
+                .map(str::to_string);
+        }
+        if let Some(nic) = place.pci.as_ref().and_then(|p| devices.nics.get(p)) {
+            place.ibdev = place.ibdev.take().or_else(|| nic.ibdev.clone());
+            place.netdev = place
+                .netdev
+                .take()
+                .or_else(|| nic.netdevs.iter().next().cloned());
+        }
+    }
+    // Every mlx5 PCI function has exactly one port.
+    let mlx5 = ev
+        .text_field("driver")
+        .is_some_and(|d| d.starts_with("mlx5"));
+    if place.port.is_none() && !place.gpu && (place.ibdev.is_some() || mlx5) {
+        place.port = nccl_port(job, &place).or(Some(1));
+    }
+    place.ranks = ranks_of(job, by_host, ev, &place);
+    if place.host.is_none() {
+        adopt_host_by_pid(job, ev, &mut place);
+    }
+    place
+}
+
+/// A line with no host in a multi-host job: a pid that only one rank has
+/// (an Xid's or the OOM killer's) names the rank, and so the host.
+fn adopt_host_by_pid(job: &Job, ev: &Event, place: &mut KernelPlace) {
+    let Some(pid) = ev.int("pid").and_then(|p| u32::try_from(p).ok()) else {
+        return;
+    };
+    let mut owners = job.ranks.values().filter(|r| r.pid == Some(pid));
+    if let (Some(only), None) = (owners.next(), owners.next())
+        && only.host.is_some()
+    {
+        place.host.clone_from(&only.host);
+        place.ranks = BTreeSet::from([only.rank]);
+    }
+}
+
+/// The port NCCL uses on this HCA (mlx5 functions have one port: 1).
+fn nccl_port(job: &Job, place: &KernelPlace) -> Option<u32> {
+    let host = job.hosts.get(place.host.as_deref()?)?;
+    host.nics.get(place.ibdev.as_deref()?)?.port
+}
+
+/// Ranks on the event's host whose GPU, HCA or process it names. A line
+/// without a host matches ranks only when the job has a single host.
+fn ranks_of(job: &Job, by_host: &RanksByHost, ev: &Event, place: &KernelPlace) -> BTreeSet<u32> {
+    let candidates: Vec<u32> = match &place.host {
+        Some(h) => by_host
+            .get(&Some(h.clone()))
+            .into_iter()
+            .chain(by_host.get(&None).filter(|_| job.hosts.len() <= 1))
+            .flatten()
+            .copied()
+            .collect(),
+        None if job.hosts.len() <= 1 => job.ranks.keys().copied().collect(),
+        None => Vec::new(),
+    };
+    let pid = ev.int("pid").and_then(|p| u32::try_from(p).ok());
+    let mut ranks = BTreeSet::new();
+    for info in candidates.iter().filter_map(|r| job.ranks.get(r)) {
+        let by_gpu = place.gpu && place.pci.is_some() && info.gpu_bus_id == place.pci;
+        let by_pid = pid.is_some() && info.pid == pid;
+        let by_nic = !place.gpu
+            && place
+                .ibdev
+                .as_ref()
+                .is_some_and(|d| info.nics().iter().any(|(n, _)| n == d));
+        if by_gpu || by_pid || by_nic {
+            ranks.insert(info.rank);
+        }
+    }
+    ranks
+}
+
+/// The OOM killer's victims and segfaulted processes that are ranks.
+fn add_deaths(job: &mut Job) {
+    let mut deaths: BTreeMap<(u32, bool), Death> = BTreeMap::new();
+    for (&idx, place) in &job.kernel.places {
+        let ev = &job.events[idx];
+        let oom = ev.kind == EventKind::KernelOomKill;
+        if !oom && ev.kind != EventKind::KernelSegfault {
+            continue;
+        }
+        let (Some(pid), Some(&rank)) = (ev.int("pid"), place.ranks.iter().next()) else {
+            continue;
+        };
+        let comm = ev.text_field("comm").unwrap_or("?");
+        let d = deaths.entry((rank, oom)).or_insert_with(|| Death {
+            rank: Some(rank),
+            host: place.host.clone(),
+            pid: u32::try_from(pid).ok(),
+            kind: DeathKind::Signal,
+            exitcode: None,
+            signal: Some(if oom { "SIGKILL" } else { "SIGSEGV" }.to_string()),
+            reason: if oom {
+                format!("killed by the kernel's OOM killer ({comm}, pid {pid})")
+            } else {
+                format!("{comm} (pid {pid}) died of a {}", trap_name(ev))
+            },
+            consequence: false,
+            stopped_by_launcher: false,
+            time: ev.time,
+            evidence: Vec::new(),
+        });
+        d.evidence.push(idx);
+    }
+    job.deaths.extend(deaths.into_values());
+}
+
+fn trap_name(ev: &Event) -> &str {
+    ev.text_field("trap").unwrap_or("segmentation fault")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Fields, FileId, HostInfo, Level, NicInfo, Origin, RankInfo, RawTime, Who};
+
+    fn ev(
+        line: u64,
+        kind: EventKind,
+        host: &str,
+        pattern: &str,
+        fields: &[(&str, Value)],
+    ) -> Event {
+        let mut f = Fields::default();
+        for (k, v) in fields {
+            f.insert(k, v.clone());
+        }
+        Event {
+            kind,
+            pattern: pattern.into(),
+            origin: Origin {
+                file: FileId(1),
+                line,
+            },
+            who: Who {
+                host: Some(host.into()),
+                ..Who::default()
+            },
+            level: Level::Info,
+            time: RawTime::None,
+            fields: f,
+            text: "x".into(),
+        }
+    }
+
+    fn text(s: &str) -> Value {
+        Value::Text(s.into())
+    }
+
+    /// Two hosts, four ranks each; node002's ranks 6 and 7 use mlx5_1.
+    fn base_job() -> Job {
+        let mut job = Job::default();
+        for host in ["node001", "node002"] {
+            let mut info = HostInfo::default();
+            for n in ["mlx5_0", "mlx5_1"] {
+                info.nics.insert(
+                    n.into(),
+                    NicInfo {
+                        port: Some(1),
+                        link_layer: Some("IB".into()),
+                    },
+                );
+            }
+            job.hosts.insert(host.into(), info);
+        }
+        let gpus = [
+            "0000:18:00.0",
+            "0000:3b:00.0",
+            "0000:86:00.0",
+            "0000:af:00.0",
+        ];
+        for r in 0..8u32 {
+            let host = if r < 4 { "node001" } else { "node002" };
+            let nic = if r % 4 < 2 { "mlx5_0" } else { "mlx5_1" };
+            job.ranks.insert(
+                r,
+                RankInfo {
+                    rank: r,
+                    host: Some(host.into()),
+                    pid: Some(1000 + r),
+                    gpu_bus_id: Some(gpus[r as usize % 4].into()),
+                    nics_listed: vec![(nic.into(), Some(1))],
+                    ..RankInfo::default()
+                },
+            );
+        }
+        job
+    }
+
+    #[test]
+    fn link_line_joins_pci_netdev_ibdev_and_ranks() {
+        let mut job = base_job();
+        job.events = vec![
+            ev(
+                1,
+                EventKind::KernelIbPortState,
+                "node002",
+                "kernel.ib_port_state",
+                &[
+                    ("driver", text("mlx5_core")),
+                    ("pci", text("0000:3b:00.1")),
+                    ("ibdev", text("mlx5_1")),
+                    ("port", Value::Int(1)),
+                ],
+            ),
+            ev(
+                2,
+                EventKind::KernelNicLink,
+                "node002",
+                "kernel.mlx5_link_down",
+                &[
+                    ("driver", text("mlx5_core")),
+                    ("pci", text("0000:3b:00.1")),
+                    ("netdev", text("ens1f1np1")),
+                    ("state", text("down")),
+                ],
+            ),
+        ];
+        collect(&mut job);
+        let place = job.kernel.place(1).unwrap();
+        assert_eq!(place.host.as_deref(), Some("node002"));
+        assert_eq!(place.ibdev.as_deref(), Some("mlx5_1"));
+        assert_eq!(place.netdev.as_deref(), Some("ens1f1np1"));
+        assert_eq!(place.port, Some(1));
+        assert_eq!(place.ranks, BTreeSet::from([6, 7]));
+        let nic = &job.kernel.hosts["node002"].nics["0000:3b:00.1"];
+        assert_eq!(nic.ibdev.as_deref(), Some("mlx5_1"));
+        assert!(nic.netdevs.contains("ens1f1np1"));
+    }
+
+    #[test]
+    fn xid_joins_the_rank_on_that_gpu_of_that_host() {
+        let mut job = base_job();
+        job.events = vec![ev(
+            7,
+            EventKind::KernelGpuXid,
+            "node002",
+            "kernel.nvrm_xid",
+            &[("pci", text("0000:3b:00.0")), ("xid", Value::Int(79))],
+        )];
+        collect(&mut job);
+        let place = job.kernel.place(0).unwrap();
+        assert!(place.gpu);
+        assert_eq!(place.ranks, BTreeSet::from([5]));
+    }
+
+    #[test]
+    fn oom_kill_of_a_rank_pid_is_a_death() {
+        let mut job = base_job();
+        job.events = vec![ev(
+            3,
+            EventKind::KernelOomKill,
+            "node001",
+            "kernel.oom_killed",
+            &[("pid", Value::Int(1002)), ("comm", text("python"))],
+        )];
+        collect(&mut job);
+        let d = &job.deaths[0];
+        assert_eq!((d.rank, d.signal.as_deref()), (Some(2), Some("SIGKILL")));
+        assert!(d.reason.contains("OOM killer"));
+        // The same pid on another host is not this rank.
+        let mut job = base_job();
+        job.events = vec![ev(
+            3,
+            EventKind::KernelOomKill,
+            "node002",
+            "kernel.oom_killed",
+            &[("pid", Value::Int(1002))],
+        )];
+        collect(&mut job);
+        assert!(job.deaths.is_empty());
+    }
+
+    #[test]
+    fn multi_line_fallen_off_takes_the_gpu_of_the_line_before() {
+        let mut job = base_job();
+        job.events = vec![
+            ev(
+                10,
+                EventKind::KernelDeviceMap,
+                "node001",
+                "kernel.nvrm_gpu_announce",
+                &[("pci", text("0000:86:00.0")), ("device", text("gpu"))],
+            ),
+            ev(
+                12,
+                EventKind::KernelGpuLost,
+                "node001",
+                "kernel.nvrm_fallen_off_tail",
+                &[],
+            ),
+        ];
+        collect(&mut job);
+        assert_eq!(job.kernel.place(1).unwrap().ranks, BTreeSet::from([2]));
+    }
+
+    #[test]
+    fn host_less_lines_find_their_host_by_file_name_or_unique_pid() {
+        let mut job = base_job();
+        job.files = vec![
+            crate::model::FileInfo::default(),
+            crate::model::FileInfo {
+                id: FileId(1),
+                path: "logs/dmesg-node002.txt".into(),
+                ..Default::default()
+            },
+        ];
+        let mut xid = ev(
+            1,
+            EventKind::KernelGpuXid,
+            "x",
+            "kernel.nvrm_xid",
+            &[("pci", text("0000:3b:00.0")), ("xid", Value::Int(79))],
+        );
+        xid.who.host = None;
+        let mut oom = ev(2, EventKind::KernelOomKill, "x", "kernel.oom_killed", &[]);
+        oom.who.host = None;
+        oom.origin.file = FileId(0);
+        oom.fields.insert("pid", Value::Int(1006));
+        job.events = vec![xid, oom];
+        collect(&mut job);
+        let xid = job.kernel.place(0).unwrap();
+        assert_eq!(
+            (xid.host.as_deref(), &xid.ranks),
+            (Some("node002"), &BTreeSet::from([5]))
+        );
+        let oom = job.kernel.place(1).unwrap();
+        assert_eq!(
+            (oom.host.as_deref(), &oom.ranks),
+            (Some("node002"), &BTreeSet::from([6]))
+        );
+        assert_eq!(job.deaths[0].rank, Some(6));
+    }
+
+    #[test]
+    fn predictable_names_spell_the_pci_address() {
+        assert_eq!(
+            pci_from_name("rocep59s0f1").as_deref(),
+            Some("0000:3b:00.1")
+        );
+        assert_eq!(
+            pci_from_name("enp65s0f0np0").as_deref(),
+            Some("0000:41:00.0")
+        );
+        assert_eq!(pci_from_name("enP2p1s0").as_deref(), Some("0002:01:00.0"));
+        assert_eq!(pci_from_name("mlx5_0"), None);
+        assert_eq!(pci_from_name("ens1f0"), None);
+    }
+
+    #[test]
+    fn mlx5_names_follow_probe_order_only_when_every_function_is_seen() {
+        let mut job = base_job();
+        let link = |line, pci: &str| {
+            ev(
+                line,
+                EventKind::KernelNicLink,
+                "node001",
+                "kernel.mlx5_link_up",
+                &[
+                    ("driver", text("mlx5_core")),
+                    ("pci", text(pci)),
+                    ("netdev", text("x")),
+                ],
+            )
+        };
+        job.events = vec![link(1, "0000:3b:00.0"), link(2, "0000:3b:00.1")];
+        collect(&mut job);
+        let nic = &job.kernel.hosts["node001"].nics["0000:3b:00.1"];
+        assert_eq!(
+            (nic.ibdev.as_deref(), nic.ibdev_guessed),
+            (Some("mlx5_1"), true)
+        );
+        let mut job = base_job();
+        job.events = vec![link(2, "0000:3b:00.1")];
+        collect(&mut job);
+        assert_eq!(job.kernel.hosts["node001"].nics["0000:3b:00.1"].ibdev, None);
+    }
+}

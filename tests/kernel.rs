@@ -1,0 +1,306 @@
+//! Kernel logs beside a job's NCCL and PyTorch logs: small job folders built
+//! in a temporary directory, and the verdicts they must give.
+//!
+//! The job: hosts node001 and node002, four GPUs each at 0000:18:00.0,
+//! 0000:3b:00.0, 0000:86:00.0 and 0000:af:00.0 (NCCL busId 18000 …), rank =
+//! host index × 4 + local rank, pid 40000 + rank; HCAs mlx5_0 (local ranks
+//! 0, 1) and mlx5_1 (local ranks 2, 3), port 1; ib0 is 10.3.0.11 / 10.3.0.12.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+
+const BUS: [&str; 4] = ["18000", "3b000", "86000", "af000"];
+
+fn host(rank: u32) -> String {
+    format!("node00{}", rank / 4 + 1)
+}
+
+fn ip(rank: u32) -> String {
+    format!("10.3.0.1{}", rank / 4 + 1)
+}
+
+fn pid(rank: u32) -> u32 {
+    40000 + rank
+}
+
+/// One rank's NCCL_DEBUG_FILE: init, NICs, and its network channel to its
+/// counterpart on the other host (over mlx5_0 or mlx5_1 by local rank).
+fn nccl_file(rank: u32, extra: &[String]) -> String {
+    let (h, p, l) = (host(rank), pid(rank), rank % 4);
+    let peer = (rank + 4) % 8;
+    let pre = format!("{h}:{p}:{} [{l}]", p + 7);
+    let mut lines = vec![
+        format!(
+            "{h}:{p}:{p} [{l}] NCCL INFO Bootstrap : Using ib0:{}<0>",
+            ip(rank)
+        ),
+        format!("{h}:{p}:{p} [{l}] NCCL INFO NCCL version 2.21.5+cuda12.4"),
+        format!(
+            "{pre} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:{}<0>",
+            ip(rank)
+        ),
+        format!(
+            "{pre} NCCL INFO ncclCommInitRankConfig comm 0x55{rank} rank {rank} nranks 8 cudaDev {l} nvmlDev {l} busId {} commId 0x6f3a9d1c2b7e4a05 - Init START",
+            BUS[l as usize]
+        ),
+        format!(
+            "{pre} NCCL INFO Channel 00/0 : {rank}[{l}] -> {peer}[{l}] [send] via NET/IB/{}/GDRDMA",
+            l / 2
+        ),
+        format!(
+            "{pre} NCCL INFO comm 0x55{rank} rank {rank} nranks 8 cudaDev {l} nvmlDev {l} busId {} commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE",
+            BUS[l as usize]
+        ),
+    ];
+    lines.extend(extra.iter().cloned());
+    lines.join("\n") + "\n"
+}
+
+/// The c10 watchdog line of a rank that timed out in ALLREDUCE 1203.
+fn watchdog(rank: u32, minute: u32) -> String {
+    format!(
+        "[rank{rank}]:[E1129 12:{minute:02}:00.000000000 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1203, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
+}
+
+struct Job {
+    dir: tempfile::TempDir,
+}
+
+impl Job {
+    /// Every rank's NCCL file (with `extra` lines per rank) and a training log
+    /// per host with the watchdog lines of the ranks in `timed_out`.
+    fn new(extra: &dyn Fn(u32) -> Vec<String>, timed_out: &[u32]) -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        for rank in 0..8 {
+            let h = host(rank);
+            let path = dir.path().join(&h).join(format!("nccl.{h}.{}", pid(rank)));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, nccl_file(rank, &extra(rank))).unwrap();
+        }
+        for h in ["node001", "node002"] {
+            let lines: Vec<String> = timed_out
+                .iter()
+                .filter(|&&r| host(r) == h)
+                .map(|&r| watchdog(r, 40))
+                .collect();
+            fs::write(
+                dir.path().join(h).join("train.log"),
+                lines.join("\n") + "\n",
+            )
+            .unwrap();
+        }
+        Job { dir }
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        fs::write(self.dir.path().join(rel), text).unwrap();
+    }
+
+    fn verdict(&self) -> Value {
+        let doc = common::analyze_to_json(self.dir.path());
+        doc["verdict"].clone()
+    }
+}
+
+fn cites(verdict: &Value, file: &str, text: &str) -> bool {
+    verdict["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["file"] == file && e["text"].as_str().unwrap().contains(text))
+}
+
+fn all_but(skip: u32) -> Vec<u32> {
+    (0..8).filter(|&r| r != skip).collect()
+}
+
+#[test]
+fn xid_79_on_rank_5s_gpu_is_a_gpu_fault_of_rank_5_dmesg_t() {
+    let job = Job::new(&|_| Vec::new(), &all_but(5));
+    job.write(
+        "node002/dmesg.txt",
+        "[Tue Nov 26 08:00:00 2024] NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x12bac1c3e0 partition 2, subpartition 1.\n\
+[Fri Nov 29 12:29:40 2024] NVRM: GPU at PCI:0000:3b:00: GPU-3b6ec030-5adc-1847-e155-79f635584b4e\n\
+[Fri Nov 29 12:29:40 2024] NVRM: GPU Board Serial Number: 1652923017935\n\
+[Fri Nov 29 12:29:40 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=40005, name=python, GPU has fallen off the bus.\n",
+    );
+    let v = job.verdict();
+    assert_eq!(v["status"], "hang");
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]));
+    assert_eq!(v["cause"]["gpu_bus_id"], "0000:3b:00.0");
+    assert_eq!(v["cause"]["host"], "node002");
+    assert!(cites(&v, "node002/dmesg.txt", "): 79, pid=40005"));
+    // The Xid 48 of three days before, on another GPU, is not the cause.
+    assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.8);
+    let alternatives = v["alternatives"].as_array().unwrap();
+    assert!(
+        alternatives
+            .iter()
+            .filter(|a| a["gpu_bus_id"] == "0000:18:00.0")
+            .all(|a| a["confidence"].as_f64().unwrap() < 0.35)
+    );
+}
+
+#[test]
+fn raw_dmesg_with_a_boot_time_file_places_the_xid_on_the_wall_clock() {
+    let job = Job::new(&|_| Vec::new(), &all_but(5));
+    job.write(
+        "node002/dmesg.txt",
+        "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075) (gcc 13.2.0) #45-Ubuntu SMP\n\
+[86380.250000] NVRM: Xid (PCI:0000:3b:00): 79, pid=40005, name=python, GPU has fallen off the bus.\n",
+    );
+    // Booted 24 h minus 20 s before the Xid: the Xid is at 12:29:40.25.
+    job.write("node002/boot_time", "2024-11-28T12:30:00\n");
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "gpu_fault");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]));
+    let xid = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"] == "node002/dmesg.txt")
+        .unwrap();
+    assert_eq!(xid["time"], "2024-11-29 12:29:40.250000");
+}
+
+#[test]
+fn mlx5_link_down_up_and_a_victims_status_12_are_a_link_flap_of_node002_mlx5_1() {
+    // Rank 2 (node001, mlx5_1) talks to rank 6 on node002 over mlx5_1.
+    let extra = |rank: u32| {
+        if rank != 2 {
+            return Vec::new();
+        }
+        vec![format!(
+            "node001:{}:{} [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.12<46877> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.3.0.11 remoteGids::ffff:10.3.0.12 hca mlx5_1",
+            pid(2),
+            pid(2) + 9
+        )]
+    };
+    let job = Job::new(&extra, &all_but(2));
+    job.write(
+        "node002/dmesg.txt",
+        "[    5.101000] mlx5_core 0000:3b:00.1 mlx5_1: Port: 1 Link ACTIVE\n\
+[    6.200000] mlx5_core 0000:3b:00.1 ens1f1np1: renamed from eth1\n\
+[    6.900000] mlx5_core 0000:3b:00.1 ens1f1np1: Link up\n\
+[86400.100000] mlx5_core 0000:3b:00.1 ens1f1np1: Link down\n\
+[86403.500000] mlx5_core 0000:3b:00.1 ens1f1np1: Link up\n",
+    );
+    let v = job.verdict();
+    let c = &v["cause"];
+    assert_eq!(c["kind"], "link_flap", "{v:#}");
+    assert_eq!(
+        (&c["host"], &c["device"], &c["port"]),
+        (&"node002".into(), &"mlx5_1".into(), &1.into())
+    );
+    assert_eq!(c["peer_host"], "node001");
+    assert!(cites(&v, "node002/dmesg.txt", "ens1f1np1: Link down"));
+    assert!(cites(&v, "node001/nccl.node001.40002", "status=12"));
+    // The victims' packet loss on the same link is the runner-up.
+    assert!(
+        v["alternatives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "packet_loss")
+    );
+}
+
+#[test]
+fn link_down_on_a_nic_the_job_does_not_use_is_not_the_cause() {
+    let job = Job::new(&|_| Vec::new(), &all_but(6));
+    job.write(
+        "node002/dmesg.txt",
+        "[    5.300000] mlx5_core 0000:c1:00.0 mlx5_2: Port: 1 Link ACTIVE\n\
+[86400.100000] mlx5_core 0000:c1:00.0 mlx5_2: Port: 1 Link DOWN\n",
+    );
+    let v = job.verdict();
+    assert_ne!(v["cause"]["kind"], "link_flap", "{v:#}");
+    let flap = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "link_flap")
+        .expect("still listed as a weak alternative");
+    assert_eq!(flap["device"], "mlx5_2");
+    assert!(flap["confidence"].as_f64().unwrap() < 0.35);
+}
+
+#[test]
+fn oom_killer_killing_rank_1_is_its_crash_syslog() {
+    let job = Job::new(&|_| Vec::new(), &all_but(1));
+    job.write(
+        "node001/syslog",
+        "Nov 29 12:30:01 node001 kernel: python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0\n\
+Nov 29 12:30:02 node001 kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,task_memcg=/user.slice,task=python,pid=40001,uid=1000\n\
+Nov 29 12:30:02 node001 kernel: Out of memory: Killed process 40001 (python) total-vm:123456789kB, anon-rss:98765432kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:200000kB oom_score_adj:0\n",
+    );
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]));
+    assert_eq!(v["status"], "crash");
+    assert!(cites(&v, "node001/syslog", "Killed process 40001"));
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("OOM killer")
+    );
+}
+
+#[test]
+fn benign_access_reg_flood_and_boot_time_lines_do_not_make_a_cause() {
+    let job = Job::new(&|_| Vec::new(), &all_but(6));
+    let mut log = String::from(
+        "<6>[    2.962781] mlx5_core 0000:3b:00.1: Port module event: module 1, Cable unplugged\n",
+    );
+    for i in 0..50 {
+        log.push_str(&format!(
+            "<3>[{:>5}.000001] mlx5_core 0000:3b:00.1: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad operation(0x2), syndrome (0x9a6171), err(-22)\n",
+            1000 + i
+        ));
+    }
+    job.write("node002/dmesg.txt", &log);
+    let v = job.verdict();
+    let kinds: Vec<&Value> = std::iter::once(&v["cause"]["kind"])
+        .chain(
+            v["alternatives"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| &a["kind"]),
+        )
+        .collect();
+    assert!(
+        !kinds.iter().any(|k| *k == "hca_fault" || *k == "link_flap"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn every_corpus_kernel_log_with_known_messages_yields_events() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/sys");
+    let Ok(dirs) = fs::read_dir(&root) else {
+        return;
+    };
+    for case in dirs.filter_map(|d| d.ok().map(|d| d.path())) {
+        let a = common::analyze(&case);
+        for f in ["dmesg.txt", "journal.txt"] {
+            let text = fs::read_to_string(case.join(f)).unwrap_or_default();
+            let relevant = ["mlx5", "NVRM", "AER", "NETDEV WATCHDOG", "Killed process"];
+            if relevant.iter().any(|k| text.contains(k)) {
+                let info = a.job.files.iter().find(|i| i.path == f).unwrap();
+                assert!(
+                    info.matched_lines > 0,
+                    "{}: no kernel line read",
+                    case.display()
+                );
+            }
+        }
+    }
+}
