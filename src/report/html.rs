@@ -286,6 +286,22 @@ fn facts(input: &ReportInput<'_>) -> Vec<(String, String)> {
                 .join(", "),
         ));
     }
+    let offsets: Vec<String> = input
+        .timeline
+        .offsets
+        .values()
+        .map(|o| {
+            format!(
+                "{} {:+.3} s ({} collectives)",
+                o.host,
+                o.offset_ms as f64 / 1000.0,
+                o.anchors
+            )
+        })
+        .collect();
+    if !offsets.is_empty() {
+        f.push(("clock offsets".to_string(), offsets.join(", ")));
+    }
     for (name, values) in &job.env {
         let vals: Vec<String> = values.keys().cloned().collect();
         f.push((name.clone(), vals.join(" | ")));

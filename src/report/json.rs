@@ -31,6 +31,10 @@ pub struct Document<'a> {
     pub notes: &'a [String],
     /// Files whose lines were cut or not valid UTF-8.
     pub input_health: Vec<FileHealth>,
+    /// Each host's estimated clock offset (its clock minus the job's clock),
+    /// from collectives seen on several hosts; all times in this report are
+    /// corrected by it.
+    pub clock_offsets: Vec<crate::timeline::HostOffset>,
     /// Counter rises between dumps taken before and after the job,
     /// suspicious first.
     pub counters: &'a [CounterRow],
@@ -104,6 +108,7 @@ pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
         ranks: &input.diagnosis.ranks,
         skipped: &job.skipped,
         notes: &input.diagnosis.notes,
+        clock_offsets: input.timeline.offsets.values().cloned().collect(),
         input_health: job
             .files
             .iter()

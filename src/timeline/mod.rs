@@ -3,19 +3,24 @@
 //! Sources print local wall time in different layouts, some without a year
 //! (c10 ≥ 2.4, torch._logging), some with an explicit offset (journald,
 //! log shippers). This first cut reads them all as the hosts' clock faces (local
-//! time), takes the year for year-less stamps from the stamps that have one,
-//! and leaves lines without a stamp unplaced. Per-host skew estimation comes
-//! with the diagnosis engine (docs/design.md, step 5). Kernel uptimes are
-//! placed on the wall clock where their boot's moment can be derived
-//! (`boots`).
+//! time) and takes the year for year-less stamps from the stamps that have
+//! one. Kernel uptimes are placed on the wall clock where their boot's moment
+//! can be derived (`boots`). Each host's clock skew is estimated from events
+//! that happen together and subtracted (`skew`). A line without a stamp keeps
+//! no time of its own, but is placed at or after the last stamped line before
+//! it in its file (`at_or_after`).
 
 mod boots;
+mod skew;
 
 pub use boots::uptime_us;
+pub use skew::HostOffset;
 
 use chrono::NaiveDateTime;
 
-use crate::model::{Job, RawTime};
+use std::collections::BTreeMap;
+
+use crate::model::{FileId, Job, RawTime};
 
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -27,6 +32,10 @@ pub struct Timeline {
     pub year_known: bool,
     /// Per event: the boot it belongs to within its file (kernel events).
     boots: Vec<Option<u32>>,
+    /// Per event without a stamp: the last stamped time before it in its file.
+    before: Vec<Option<NaiveDateTime>>,
+    /// Estimated clock offset per host (only hosts with anchors).
+    pub offsets: BTreeMap<String, HostOffset>,
 }
 
 /// Placeholder year for year-less stamps: a leap year, so `Feb 29` parses.
@@ -42,12 +51,23 @@ impl Timeline {
             .map(|e| e.time.to_local(Some(year)))
             .collect();
         let boots = boots::place(job, &mut times);
+        let offsets = skew::estimate(job, &times);
+        correct_skew(job, &mut times, &offsets);
+        let before = last_stamp_before(job, &times);
         Timeline {
             times,
             year,
             year_known: known.is_some(),
             boots,
+            before,
+            offsets,
         }
+    }
+
+    /// The event's time, or for an unstamped line the time it is at or after.
+    pub fn at_or_after(&self, event: usize) -> Option<NaiveDateTime> {
+        self.time_of(event)
+            .or_else(|| self.before.get(event).copied().flatten())
     }
 
     /// The boot of its file a kernel event belongs to (0 = the first).
@@ -64,6 +84,15 @@ impl Timeline {
         t.to_local(Some(self.year))
     }
 
+    /// A stamp from `host`'s clock, moved onto the job's clock.
+    pub fn resolve_on(&self, host: Option<&str>, t: &RawTime) -> Option<NaiveDateTime> {
+        let offset = host
+            .and_then(|h| self.offsets.get(h))
+            .map_or(0, |o| o.offset_ms);
+        self.resolve(t)
+            .map(|t| t - chrono::Duration::milliseconds(offset))
+    }
+
     /// How the report prints a time.
     pub fn format(&self, t: &NaiveDateTime) -> String {
         let full = crate::model::time::format_local(t);
@@ -73,6 +102,40 @@ impl Timeline {
             full[5..].to_string()
         }
     }
+}
+
+/// Moves every stamped event of a skewed host onto the job's clock.
+fn correct_skew(
+    job: &Job,
+    times: &mut [Option<NaiveDateTime>],
+    offsets: &BTreeMap<String, HostOffset>,
+) {
+    if offsets.values().all(|o| o.offset_ms == 0) {
+        return;
+    }
+    for (i, t) in times.iter_mut().enumerate() {
+        let Some(time) = t else { continue };
+        let offset = skew::host_of(job, i)
+            .and_then(|h| offsets.get(&h))
+            .map_or(0, |o| o.offset_ms);
+        *time -= chrono::Duration::milliseconds(offset);
+    }
+}
+
+/// For each event, the last stamped time before it in the same file (events
+/// are in file order).
+fn last_stamp_before(job: &Job, times: &[Option<NaiveDateTime>]) -> Vec<Option<NaiveDateTime>> {
+    let mut out = vec![None; times.len()];
+    let mut last: BTreeMap<FileId, NaiveDateTime> = BTreeMap::new();
+    for (i, ev) in job.events.iter().enumerate() {
+        match times[i] {
+            Some(t) => {
+                last.insert(ev.origin.file, t);
+            }
+            None => out[i] = last.get(&ev.origin.file).copied(),
+        }
+    }
+    out
 }
 
 /// The year year-less stamps belong to: the most common year among full stamps.

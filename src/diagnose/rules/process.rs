@@ -34,19 +34,24 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
     }
     let first_time = by_rank
         .iter()
-        .map(|(r, ds)| {
-            (
-                *r,
-                ds.iter()
-                    .filter_map(|d| ctx.timeline.resolve(&d.time))
-                    .min(),
-            )
-        })
+        .map(|(r, ds)| (*r, ds.iter().filter_map(|d| death_time(ctx, d)).min()))
         .collect();
     CrashSummary {
         by_rank,
         first_time,
     }
+}
+
+/// When a death happened on the job's clock: its own stamp (moved by its
+/// host's skew), else the last stamped line before its report.
+fn death_time(ctx: &Ctx<'_>, d: &Death) -> Option<chrono::NaiveDateTime> {
+    ctx.timeline
+        .resolve_on(d.host.as_deref(), &d.time)
+        .or_else(|| {
+            d.evidence
+                .first()
+                .and_then(|&i| ctx.timeline.at_or_after(i))
+        })
 }
 
 fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
