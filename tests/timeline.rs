@@ -4,8 +4,8 @@
 mod common;
 
 /// 8 ranks on two hosts time out on ALLREDUCE 77 (torch 2.4 stamps); node002's
-/// clock runs 20 s ahead. Rank 6 raised an exception 5 s (real time) before
-/// the others' collective was enqueued... on node002's skewed clock.
+/// clock runs 20 s ahead, and odd ranks print their timeout a second later
+/// (having enqueued a second later too).
 fn job(root: &std::path::Path) {
     for (host, first) in [("node001", 0u32), ("node002", 4)] {
         let skew = if host == "node002" { 20 } else { 0 };
