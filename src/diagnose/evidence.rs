@@ -25,6 +25,7 @@ pub fn evidence_for(ctx: &Ctx<'_>, idx: EventIdx, why: &str) -> Evidence {
         host: ev.who.host.as_deref().map(str::to_string),
         text: ev.text.to_string(),
         why: why.to_string(),
+        context: Vec::new(),
     }
 }
 
@@ -62,6 +63,7 @@ pub fn table_evidence(ctx: &Ctx<'_>, line: &SourceLine, why: &str) -> Evidence {
         host: file.and_then(|f| f.hints.host.clone()),
         text: capped(&line.text),
         why: why.to_string(),
+        context: Vec::new(),
     }
 }
 

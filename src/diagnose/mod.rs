@@ -21,7 +21,9 @@ use crate::timeline::Timeline;
 pub use counter_review::CounterRow;
 pub use fabric_check::{FabricFinding, FindingKind};
 pub use hang::Hang;
-pub use verdict::{Cause, Collective, Diagnosis, Evidence, RankRow, RankState, Status, Verdict};
+pub use verdict::{
+    Cause, Collective, ContextLine, Diagnosis, Evidence, RankRow, RankState, Status, Verdict,
+};
 
 use rules::Ctx;
 

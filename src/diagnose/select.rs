@@ -240,6 +240,15 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
             notes.push("No last-enqueued / last-completed numbers (torch ≥ 2.3 prints them) or Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000) to tell which rank fell behind.".to_string());
         }
     }
-    notes.push("Kernel logs (dmesg -T) and IB counters before/after from every host would show link and hardware faults.".to_string());
+    let kernel = job
+        .events
+        .iter()
+        .any(|e| e.kind.name().starts_with("kernel_"));
+    if !kernel {
+        notes.push("No kernel log: `dmesg -T` (or `journalctl -k`) from every host would show link, NIC and GPU faults.".to_string());
+    }
+    if job.counters.is_empty() {
+        notes.push("No NIC counters: dumps of /sys/class/infiniband/*/ports/*/{counters,hw_counters} (or `perfquery -x`, `ethtool -S`) before and after the job would show errors and drops per port.".to_string());
+    }
     notes
 }

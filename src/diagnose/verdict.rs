@@ -58,6 +58,17 @@ pub struct Evidence {
     pub text: String,
     /// Why the line matters for the claim.
     pub why: String,
+    /// The lines around it (the cited line included), when the file could be
+    /// read again.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub context: Vec<ContextLine>,
+}
+
+/// One line of context around a cited line.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ContextLine {
+    pub line: u64,
+    pub text: String,
 }
 
 /// One cause hypothesis with its culprit and support.

@@ -27,7 +27,7 @@ pub struct HostOffset {
 }
 
 /// Offsets below this are compute jitter, not skew: not applied.
-const MIN_SKEW_MS: i64 = 500;
+const MIN_SKEW_MS: i64 = 2_000;
 
 pub fn estimate(job: &Job, times: &[Option<NaiveDateTime>]) -> BTreeMap<String, HostOffset> {
     let mut groups: BTreeMap<(String, i64), Vec<(String, i64)>> = BTreeMap::new();

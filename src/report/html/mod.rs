@@ -12,6 +12,10 @@ use crate::model::Skipped;
 
 use super::ReportInput;
 
+mod network;
+mod ranks;
+mod timeline;
+
 #[derive(Template)]
 #[template(path = "report.html")]
 struct Page<'a> {
@@ -27,8 +31,11 @@ struct Page<'a> {
     alternatives: Vec<CauseView>,
     evidence: Vec<EvidenceView>,
     rank_counts: String,
-    host_grid: Vec<HostCells>,
-    rows: Vec<RowView>,
+    grid: ranks::Grid,
+    rows: Vec<ranks::RowView>,
+    hidden_rows: usize,
+    timeline: Option<timeline::TimelineView>,
+    network: network::NetworkView,
     facts: Vec<(String, String)>,
     notes: &'a [String],
     skipped: &'a [Skipped],
@@ -49,35 +56,18 @@ struct CauseView {
 struct EvidenceView {
     /// `file:line`, or the file alone for facts from a whole file (line 0).
     loc: String,
+    /// The lines around it: (line number, text, is the cited line).
+    context: Vec<(u64, String, bool)>,
     time: Option<String>,
     who: Option<String>,
     why: String,
     text: String,
 }
 
-struct HostCells {
-    host: String,
-    cells: Vec<CellView>,
-}
-
-struct CellView {
-    state: &'static str,
-    title: String,
-}
-
-struct RowView {
-    rank: u32,
-    host: String,
-    pid: String,
-    gpu: String,
-    nics: String,
-    last_enqueued: String,
-    last_completed: String,
-    state: &'static str,
-}
-
 pub fn render(input: &ReportInput<'_>, data_json: &str) -> String {
     let v = &input.diagnosis.verdict;
+    let culprit_host = v.cause.as_ref().and_then(|c| c.host.as_deref());
+    let (rows, hidden_rows) = ranks::rows(&input.diagnosis.ranks);
     let page = Page {
         version: env!("CARGO_PKG_VERSION"),
         job_path: input.job.root.clone(),
@@ -106,8 +96,11 @@ pub fn render(input: &ReportInput<'_>, data_json: &str) -> String {
         alternatives: v.alternatives.iter().map(cause_view).collect(),
         evidence: v.evidence.iter().map(evidence_view).collect(),
         rank_counts: rank_counts(&input.diagnosis.ranks),
-        host_grid: host_grid(&input.diagnosis.ranks),
-        rows: input.diagnosis.ranks.iter().map(row_view).collect(),
+        grid: ranks::grid(&input.diagnosis.ranks, culprit_host),
+        rows,
+        hidden_rows,
+        timeline: timeline::build(input),
+        network: network::build(input.diagnosis),
         facts: facts(input),
         notes: &input.diagnosis.notes,
         skipped: &input.job.skipped,
@@ -203,6 +196,11 @@ fn evidence_view(e: &Evidence) -> EvidenceView {
     };
     EvidenceView {
         loc: super::location(&e.file, e.line),
+        context: e
+            .context
+            .iter()
+            .map(|c| (c.line, c.text.clone(), c.line == e.line))
+            .collect(),
         time: e.time.clone(),
         who,
         why: e.why.clone(),
@@ -220,38 +218,6 @@ fn rank_counts(rows: &[RankRow]) -> String {
         .map(|(s, n)| format!("{n} {}", s.replace('_', " ")))
         .collect();
     format!("{} ranks: {}", rows.len(), parts.join(", "))
-}
-
-fn host_grid(rows: &[RankRow]) -> Vec<HostCells> {
-    let mut by_host: BTreeMap<String, Vec<CellView>> = BTreeMap::new();
-    for r in rows {
-        let host = r.host.clone().unwrap_or_else(|| "unknown host".into());
-        let last = r
-            .last_enqueued
-            .map_or(String::new(), |s| format!(", last enqueued {s}"));
-        by_host.entry(host.clone()).or_default().push(CellView {
-            state: r.state.name(),
-            title: format!("rank {} · {} · {}{last}", r.rank, host, r.state.name()),
-        });
-    }
-    by_host
-        .into_iter()
-        .map(|(host, cells)| HostCells { host, cells })
-        .collect()
-}
-
-fn row_view(r: &RankRow) -> RowView {
-    let opt = |v: Option<i64>| v.map_or(String::new(), |x| x.to_string());
-    RowView {
-        rank: r.rank,
-        host: r.host.clone().unwrap_or_default(),
-        pid: r.pid.map_or(String::new(), |p| p.to_string()),
-        gpu: r.gpu_bus_id.clone().unwrap_or_default(),
-        nics: r.nics.join(" "),
-        last_enqueued: opt(r.last_enqueued),
-        last_completed: opt(r.last_completed),
-        state: r.state.name(),
-    }
 }
 
 fn facts(input: &ReportInput<'_>) -> Vec<(String, String)> {

@@ -1,5 +1,7 @@
 //! Wiring the stages: discover → parse (parallel) → model → timeline → diagnose.
 
+mod context;
+
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -72,7 +74,8 @@ impl Engine {
         );
         job.skipped = skipped;
         let timeline = Timeline::build(&job);
-        let diagnosis = diagnose(&job, &timeline, &self.knowledge);
+        let mut diagnosis = diagnose(&job, &timeline, &self.knowledge);
+        context::attach(&mut diagnosis, path);
         Ok(Analysis {
             job,
             timeline,

@@ -1,0 +1,96 @@
+//! The lines around each cited line, so a reader can check a claim in its
+//! context without opening the logs. Read after the diagnosis, for the few
+//! cited lines only; files inside archives are not re-read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::diagnose::{ContextLine, Diagnosis, Evidence};
+use crate::ingest::lines::{ChunkReader, lines_of};
+use crate::ingest::open::open_decompressed;
+
+/// Lines shown before and after a cited line.
+const AROUND: u64 = 3;
+/// Context lines are cut like evidence text, shorter.
+const MAX_CHARS: usize = 400;
+
+/// Fills `context` of every evidence item whose file is on disk.
+pub fn attach(diagnosis: &mut Diagnosis, root: &Path) {
+    let mut wanted: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for_each_evidence(diagnosis, &mut |e| {
+        if e.line > 0 && !e.file.contains('!') {
+            wanted.entry(e.file.clone()).or_default().insert(e.line);
+        }
+    });
+    let mut found: BTreeMap<(String, u64), Vec<ContextLine>> = BTreeMap::new();
+    for (file, lines) in &wanted {
+        let Some(path) = disk_path(root, file) else {
+            continue;
+        };
+        for (line, ctx) in read_around(&path, lines) {
+            found.insert((file.clone(), line), ctx);
+        }
+    }
+    for_each_evidence(diagnosis, &mut |e| {
+        if let Some(ctx) = found.get(&(e.file.clone(), e.line)) {
+            e.context = ctx.clone();
+        }
+    });
+}
+
+fn for_each_evidence(d: &mut Diagnosis, f: &mut dyn FnMut(&mut Evidence)) {
+    d.verdict.evidence.iter_mut().for_each(&mut *f);
+    for c in d
+        .verdict
+        .cause
+        .iter_mut()
+        .chain(d.verdict.alternatives.iter_mut())
+    {
+        c.evidence.iter_mut().for_each(&mut *f);
+    }
+}
+
+fn disk_path(root: &Path, file: &str) -> Option<PathBuf> {
+    if root.is_file() {
+        return Some(root.to_path_buf());
+    }
+    let p = root.join(file);
+    p.is_file().then_some(p)
+}
+
+/// For each wanted line, the lines from `AROUND` before to `AROUND` after it.
+fn read_around(path: &Path, wanted: &BTreeSet<u64>) -> BTreeMap<u64, Vec<ContextLine>> {
+    let mut out: BTreeMap<u64, Vec<ContextLine>> = BTreeMap::new();
+    let Some(last) = wanted.iter().next_back().map(|l| l + AROUND) else {
+        return out;
+    };
+    let Ok((stream, _)) = open_decompressed(path) else {
+        return out;
+    };
+    let mut reader = ChunkReader::new(stream.take(u64::MAX));
+    while let Ok(Some(chunk)) = reader.next_chunk() {
+        for (n, text) in lines_of(&chunk) {
+            if n > last {
+                return out;
+            }
+            let near = wanted.range(n.saturating_sub(AROUND)..=n + AROUND);
+            for &w in near {
+                out.entry(w).or_default().push(ContextLine {
+                    line: n,
+                    text: clip(text),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn clip(text: &[u8]) -> String {
+    let s = String::from_utf8_lossy(text);
+    let s = s.trim_end();
+    match s.char_indices().nth(MAX_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
