@@ -83,6 +83,11 @@ pub const LEGEND: &[(&str, &str)] = &[
     ("aer", "kernel: PCIe AER"),
 ];
 
+/// Per host, its markers.
+type Lanes = BTreeMap<String, Vec<Mark>>;
+/// Per host, the hung collective's earliest enqueue and latest timeout.
+type Spans = BTreeMap<String, (NaiveDateTime, NaiveDateTime)>;
+
 struct Mark {
     time: NaiveDateTime,
     class: &'static str,
@@ -163,10 +168,7 @@ pub fn build(input: &ReportInput<'_>) -> Option<TimelineView> {
 /// Per host: its markers, and the hung collective's span (enqueue → timeout).
 fn collect(
     input: &ReportInput<'_>,
-) -> (
-    BTreeMap<String, Vec<Mark>>,
-    BTreeMap<String, (NaiveDateTime, NaiveDateTime)>,
-) {
+) -> (Lanes, Spans) {
     let job = input.job;
     let mut lanes: BTreeMap<String, Vec<Mark>> = BTreeMap::new();
     let mut spans: BTreeMap<String, (NaiveDateTime, NaiveDateTime)> = BTreeMap::new();
