@@ -166,9 +166,7 @@ pub fn build(input: &ReportInput<'_>) -> Option<TimelineView> {
 }
 
 /// Per host: its markers, and the hung collective's span (enqueue → timeout).
-fn collect(
-    input: &ReportInput<'_>,
-) -> (Lanes, Spans) {
+fn collect(input: &ReportInput<'_>) -> (Lanes, Spans) {
     let job = input.job;
     let mut lanes: BTreeMap<String, Vec<Mark>> = BTreeMap::new();
     let mut spans: BTreeMap<String, (NaiveDateTime, NaiveDateTime)> = BTreeMap::new();
