@@ -89,7 +89,11 @@ fn sniff_kind(head: &[u8]) -> FileKind {
             }
         };
     }
+    // A writer that crashed can leave a run of NULs at the end of a text
+    // file (preallocated, never written): they do not make it binary.
     let sample = &head[..head.len().min(8192)];
+    let end = sample.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    let sample = &sample[..end];
     let nul = sample.iter().filter(|&&b| b == 0).count();
     let control = sample
         .iter()

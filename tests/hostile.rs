@@ -1,0 +1,189 @@
+//! Hostile and broken input: each case ends in a report that says what was
+//! skipped and why — no panic, no hang, nothing written outside the output
+//! folder.
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+fn run(job: &Path, out: &Path) -> (i32, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ncclpm"))
+        .args([
+            "analyze",
+            job.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    let doc = std::fs::read_to_string(out.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (code, doc)
+}
+
+const WARN: &str = "node1:10:11 [0] misc/socket.cc:1 NCCL WARN socketProgress: Connection closed by remote peer node2<1234>";
+
+#[test]
+fn invalid_utf8_and_nul_bytes_are_read_around() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let mut bytes = b"garbage \xff\xfe\xc3\x28 and \x00\x00 nul\n".to_vec();
+    bytes.extend_from_slice(WARN.as_bytes());
+    bytes.extend_from_slice(b" \xe2\x82 cut\n");
+    bytes.extend_from_slice(&[0u8; 64]);
+    std::fs::write(job.join("rank0.log"), bytes).unwrap();
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0);
+    let ev = &doc["verdict"]["evidence"][0];
+    assert_eq!(ev["line"], 2);
+    assert!(
+        ev["text"].as_str().unwrap().contains('\u{fffd}'),
+        "lossy, not dropped: {ev}"
+    );
+    assert_eq!(doc["input_health"][0]["lossy_lines"], 1);
+}
+
+#[test]
+fn a_link_pointing_outside_the_job_is_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let outside = tmp.path().join("secret.log");
+    std::fs::write(&outside, format!("{WARN}\n")).unwrap();
+    std::fs::write(
+        job.join("ok.log"),
+        "node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, job.join("escape.log")).unwrap();
+    std::os::unix::fs::symlink(&job, job.join("loop")).unwrap();
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0);
+    let skipped: Vec<&str> = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        skipped.contains(&"escape.log") && skipped.contains(&"loop"),
+        "{skipped:?}"
+    );
+    assert_eq!(doc["job"]["files"], 1, "only the real file was read");
+}
+
+#[test]
+fn fifos_and_devices_are_not_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(job.join("ok.log"), format!("{WARN}\n")).unwrap();
+    let fifo = job.join("pipe");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !made {
+        return;
+    }
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0, "a FIFO must not block the analysis");
+    assert!(
+        doc["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["file"] == "pipe")
+    );
+}
+
+#[test]
+fn a_200_megabyte_single_line_costs_no_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let path = job.join("huge.log");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let block = vec![b'z'; 1 << 20];
+        for _ in 0..200 {
+            f.write_all(&block).unwrap();
+        }
+        writeln!(f).unwrap();
+        writeln!(f, "{WARN}").unwrap();
+    }
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0);
+    assert_eq!(doc["input_health"][0]["truncated_lines"], 1);
+    assert_eq!(doc["verdict"]["evidence"][0]["line"], 2);
+}
+
+#[test]
+fn many_tiny_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    for d in 0..100 {
+        let dir = job.join(format!("node{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..1000 {
+            std::fs::write(dir.join(format!("r{f}.log")), "x\n").unwrap();
+        }
+    }
+    std::fs::write(job.join("node000/w.log"), format!("{WARN}\n")).unwrap();
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0);
+    assert_eq!(doc["job"]["files"], 100_001);
+    assert_eq!(doc["verdict"]["evidence"][0]["file"], "node000/w.log");
+}
+
+#[test]
+fn one_rank_claimed_by_two_hosts_does_not_confuse_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let init = |host: &str, pid: u32, rank: u32| {
+        format!(
+            "{host}:{pid}:{pid} [0] NCCL INFO comm 0x1 rank {rank} nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n"
+        )
+    };
+    std::fs::write(
+        job.join("a.log"),
+        init("nodeA", 10, 0) + &init("nodeB", 20, 0),
+    )
+    .unwrap();
+    std::fs::write(job.join("b.log"), init("nodeC", 30, 1)).unwrap();
+    let (code, doc) = run(&job, &tmp.path().join("out"));
+    assert_eq!(code, 0);
+    assert_eq!(doc["job"]["ranks"], 2);
+    assert_eq!(doc["ranks"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn nothing_is_written_outside_the_output_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(job.join("a.log"), format!("{WARN}\n")).unwrap();
+    let before: Vec<_> = walkdir::WalkDir::new(tmp.path())
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .map(|e| e.into_path())
+        .collect();
+    let out = tmp.path().join("out");
+    run(&job, &out);
+    let after: Vec<_> = walkdir::WalkDir::new(tmp.path())
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .map(|e| e.into_path())
+        .filter(|p| !p.starts_with(&out))
+        .collect();
+    assert_eq!(before, after);
+}
