@@ -9,6 +9,7 @@
 mod compile;
 mod fields;
 pub mod knowledge;
+pub mod nccl_bugs;
 pub mod spec;
 
 pub use compile::{Grammar, Match, Pattern, PatternIdx};

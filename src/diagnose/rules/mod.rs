@@ -5,6 +5,7 @@
 
 mod application;
 mod gpu;
+mod nccl_bug;
 mod network;
 mod process;
 mod setup;
@@ -31,6 +32,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(network::hypotheses(ctx, hang));
     out.extend(setup::hypotheses(ctx));
     out.extend(application::hypotheses(ctx, hang));
+    out.extend(nccl_bug::hypotheses(ctx, hang));
     out
 }
 
