@@ -88,3 +88,58 @@ fn a_corrupt_dump_is_skipped_with_a_reason() {
             .contains("Flight Recorder")
     );
 }
+
+/// A pickled dump (what torch writes by default) in a job folder is read.
+#[test]
+fn a_pickled_dump_in_a_job_folder_is_read() {
+    // {'version': '2.4', 'pg_status': {'0': {'last_enqueued_collective': 7,
+    //  'last_started_collective': 7, 'last_completed_collective': 6}}, 'entries': []}
+    let mut p: Vec<u8> = vec![0x80, 2, b'}', b'('];
+    let s = |p: &mut Vec<u8>, t: &str| {
+        p.push(b'X');
+        p.extend((t.len() as u32).to_le_bytes());
+        p.extend(t.as_bytes());
+    };
+    let i = |p: &mut Vec<u8>, v: i32| {
+        p.push(b'J');
+        p.extend(v.to_le_bytes());
+    };
+    s(&mut p, "version");
+    s(&mut p, "2.4");
+    s(&mut p, "pg_status");
+    p.extend([b'}', b'(']);
+    s(&mut p, "0");
+    p.extend([b'}', b'(']);
+    for (k, v) in [
+        ("last_enqueued_collective", 7),
+        ("last_started_collective", 7),
+        ("last_completed_collective", 6),
+    ] {
+        s(&mut p, k);
+        i(&mut p, v);
+    }
+    p.extend([b'u', b'u']);
+    s(&mut p, "entries");
+    p.extend([b']', b'u', b'.']);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("nccl_trace_rank_3"), &p).unwrap();
+    let doc = common::analyze_to_json(tmp.path());
+    assert!(
+        doc["skipped"].as_array().unwrap().is_empty(),
+        "{}",
+        doc["skipped"]
+    );
+    let row = doc["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rank"] == 3)
+        .expect("rank 3 from the file name");
+    assert_eq!(
+        (
+            row["last_enqueued"].as_i64(),
+            row["last_completed"].as_i64()
+        ),
+        (Some(7), Some(6))
+    );
+}

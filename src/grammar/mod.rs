@@ -10,6 +10,7 @@ mod compile;
 pub mod counters;
 mod fields;
 pub mod knowledge;
+pub mod nccl_bugs;
 pub mod spec;
 
 pub use compile::{Grammar, Match, Pattern, PatternIdx};

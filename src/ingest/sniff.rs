@@ -70,10 +70,9 @@ fn sniff_kind(head: &[u8]) -> FileKind {
     if head.iter().all(u8::is_ascii_whitespace) {
         return FileKind::Empty;
     }
+    // Pickle protocol 2+ starts with PROTO: what torch's Flight Recorder writes.
     if head.first() == Some(&0x80) && matches!(head.get(1), Some(2..=5)) {
-        return FileKind::Binary {
-            why: "Python pickle (e.g. a Flight Recorder dump), not yet read",
-        };
+        return FileKind::Table(TableKind::FlightRecorderPickle);
     }
     if head.starts_with(b"PK\x03\x04") {
         return FileKind::Binary {
@@ -93,6 +92,11 @@ fn sniff_kind(head: &[u8]) -> FileKind {
     // file (preallocated, never written): they do not make it binary.
     let sample = &head[..head.len().min(8192)];
     let end = sample.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    if end == 0 {
+        return FileKind::Binary {
+            why: "only NUL bytes",
+        };
+    }
     let sample = &sample[..end];
     let nul = sample.iter().filter(|&&b| b == 0).count();
     let control = sample
@@ -235,10 +239,10 @@ mod tests {
     fn binary_and_empty_files() {
         assert_eq!(sniff(b"\n \n").kind, FileKind::Empty);
         assert!(matches!(sniff(&[0u8; 100]).kind, FileKind::Binary { .. }));
-        assert!(matches!(
+        assert_eq!(
             sniff(b"\x80\x02}q\x00").kind,
-            FileKind::Binary { .. }
-        ));
+            FileKind::Table(TableKind::FlightRecorderPickle)
+        );
         let mut text = b"line\n".repeat(100);
         text.extend([0u8; 20]);
         assert_eq!(sniff(&text).kind, FileKind::Log);

@@ -7,6 +7,7 @@ mod application;
 mod fabric;
 mod gpu;
 mod kernel;
+mod nccl_bug;
 mod network;
 mod process;
 mod setup;
@@ -35,6 +36,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(application::hypotheses(ctx, hang));
     out.extend(fabric::hypotheses(ctx, hang));
     out.extend(kernel::hypotheses(ctx));
+    out.extend(nccl_bug::hypotheses(ctx, hang));
     out
 }
 

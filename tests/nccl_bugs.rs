@@ -1,0 +1,357 @@
+//! Known NCCL defects end to end: small job folders with NCCL and PyTorch
+//! lines in their real shapes. A defect is proposed when the version is in
+//! its range *and* its signature is seen; not on the fixed release; not on
+//! the version alone.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+
+/// Writes `files` (relative path → lines) under a fresh temporary job folder.
+fn job(files: &[(&str, Vec<String>)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, lines) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    }
+    dir
+}
+
+fn analyze(dir: &Path) -> Value {
+    common::analyze_to_json(dir)
+}
+
+/// Every cause the verdict names: the chosen one, then the alternatives.
+fn causes(doc: &Value) -> Vec<&Value> {
+    let v = &doc["verdict"];
+    std::iter::once(&v["cause"])
+        .chain(v["alternatives"].as_array().into_iter().flatten())
+        .filter(|c| !c.is_null())
+        .collect()
+}
+
+fn nccl_bug(doc: &Value) -> Option<&Value> {
+    causes(doc).into_iter().find(|c| c["kind"] == "nccl_bug")
+}
+
+fn kinds(doc: &Value) -> Vec<String> {
+    causes(doc)
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// One process's NCCL init up to START, in the 2.19–2.20 shape.
+fn init(host: &str, pid: u32, rank: u32, version: &str) -> Vec<String> {
+    let p = format!("{host}:{pid}:{pid}");
+    let t = format!("{host}:{pid}:{}", pid + 60);
+    vec![
+        format!(
+            "{p} [{rank}] NCCL INFO Bootstrap : Using ib0:10.3.0.{}<0>",
+            10 + rank
+        ),
+        format!("{p} [{rank}] NCCL INFO NCCL version {version}"),
+        format!(
+            "{t} [{rank}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.3.0.{}<0>",
+            10 + rank
+        ),
+        format!("{t} [{rank}] NCCL INFO Using network IB"),
+        format!(
+            "{t} [{rank}] NCCL INFO comm 0x55d0{rank}0 rank {rank} nranks 2 cudaDev {rank} nvmlDev {rank} busId {}000 commId 0x6f3a9d1c2b7e4a05 - Init START",
+            18 + rank * 0x23
+        ),
+    ]
+}
+
+/// The 2.19.1–2.21.4 bootstrap tag collision: the barrier's 4-byte message is
+/// read where the connection info was expected.
+fn truncated_bootstrap(version: &str) -> tempfile::TempDir {
+    let mut r0 = init("node1", 4100, 0, version);
+    r0.extend([
+        String::new(),
+        "node1:4100:4160 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 4 bytes instead of 1536".into(),
+        "node1:4100:4160 [0] NCCL INFO transport.cc:157 -> 3".into(),
+        "node1:4100:4160 [0] NCCL INFO init.cc:1167 -> 3".into(),
+        "node1:4100:4160 [0] NCCL INFO group.cc:64 -> 3 [Async thread]".into(),
+    ]);
+    let r1 = init("node1", 4101, 1, version);
+    job(&[("nccl.node1.4100", r0), ("nccl.node1.4101", r1)])
+}
+
+#[test]
+fn a_defect_is_proposed_when_version_and_signature_match() {
+    let dir = truncated_bootstrap("2.19.3+cuda12.2");
+    let doc = analyze(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "nccl_bug", "{:#}", doc["verdict"]);
+    assert_eq!(doc["verdict"]["status"], "init_failure");
+    let summary = cause["summary"].as_str().unwrap();
+    for part in ["2.19.3", "bootstrap_tag_collision", "fixed in 2.21.5"] {
+        assert!(summary.contains(part), "{summary}");
+    }
+    let remedy = cause["remedy"].as_str().unwrap();
+    assert!(remedy.contains("2.21.5"), "{remedy}");
+    assert!(!remedy.contains('?'), "template filled: {remedy}");
+    let confidence = cause["confidence"].as_f64().unwrap();
+    assert!((0.5..0.7).contains(&confidence), "{confidence}");
+    // The evidence cites the WARN first, then the version banner.
+    let evidence = cause["evidence"].as_array().unwrap();
+    assert!(
+        evidence[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Message truncated"),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["text"].as_str().unwrap().contains("NCCL version 2.19.3")),
+        "{evidence:#?}"
+    );
+}
+
+#[test]
+fn the_fixed_release_is_not_proposed() {
+    let dir = truncated_bootstrap("2.21.5+cuda12.4");
+    let doc = analyze(dir.path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}
+
+#[test]
+fn suffixed_builds_and_prereleases_are_placed_correctly() {
+    // A site's build of 2.19.3 is 2.19.3.
+    let doc = analyze(truncated_bootstrap("2.19.3a+cuda12.2").path());
+    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug");
+    // A pre-release of the fixing version comes before it: still affected.
+    let doc = analyze(truncated_bootstrap("2.21.5a1+cuda12.4").path());
+    let bug = nccl_bug(&doc).expect("2.21.5a1 predates the 2.21.5 fix");
+    assert!(
+        bug["summary"].as_str().unwrap().contains("2.21.5a1"),
+        "{bug:#}"
+    );
+}
+
+#[test]
+fn the_version_alone_proposes_nothing() {
+    // 2.19.3 is in the range of several defects, but this job hung in an
+    // all-reduce with none of their signatures: a rank never reached it.
+    let mut r0 = init("node1", 4100, 0, "2.19.3+cuda12.2");
+    r0.push(
+        "node1:4100:4160 [0] NCCL INFO comm 0x55d000 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE".into(),
+    );
+    r0.push("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.".into());
+    let mut r1 = init("node1", 4101, 1, "2.19.3+cuda12.2");
+    r1.push(
+        "node1:4101:4161 [1] NCCL INFO comm 0x55d010 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 3b000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE".into(),
+    );
+    let dir = job(&[("nccl.node1.4100", r0), ("nccl.node1.4101", r1)]);
+    let doc = analyze(dir.path());
+    assert_eq!(doc["verdict"]["status"], "hang", "{:#}", doc["verdict"]);
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}
+
+/// NVLS reported available, then a CUDA call in transport/nvls.cc fails.
+fn nvls_failure(version: &str, available: bool) -> tempfile::TempDir {
+    let mut r0 = init("node1", 4100, 0, version);
+    r0.extend([
+        format!(
+            "node1:4100:4160 [0] NCCL INFO NVLS multicast support is {}available on dev 0",
+            if available { "" } else { "not " }
+        ),
+        String::new(),
+        "node1:4100:4160 [0] transport/nvls.cc:154 NCCL WARN Cuda failure 1 'invalid argument'"
+            .into(),
+        "node1:4100:4160 [0] NCCL INFO transport/nvls.cc:389 -> 1".into(),
+        "node1:4100:4160 [0] NCCL INFO init.cc:1232 -> 1".into(),
+    ]);
+    let r1 = init("node1", 4101, 1, version);
+    job(&[("nccl.node1.4100", r0), ("nccl.node1.4101", r1)])
+}
+
+#[test]
+fn a_feature_seen_in_info_lines_is_part_of_the_signature() {
+    let doc = analyze(nvls_failure("2.26.2+cuda12.8", true).path());
+    let bug = nccl_bug(&doc).expect("NVLS failure on 2.26.2");
+    let summary = bug["summary"].as_str().unwrap();
+    assert!(summary.contains("nvls_setup_failure_fatal"), "{summary}");
+    assert!(summary.contains("2.27.3"), "{summary}");
+    assert!(
+        bug["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("NCCL_NVLS_ENABLE=0")
+    );
+    let cited: Vec<&str> = bug["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(cited.iter().any(|t| t.contains("nvls.cc:154")), "{cited:?}");
+    assert!(
+        cited
+            .iter()
+            .any(|t| t.contains("NVLS multicast support is available")),
+        "{cited:?}"
+    );
+    // Fixed release: NCCL falls back instead of failing.
+    let doc = analyze(nvls_failure("2.27.3+cuda12.9", true).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+    // Without NVLS reported available the signature is incomplete.
+    let doc = analyze(nvls_failure("2.26.2+cuda12.8", false).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}
+
+/// Two ranks on two hosts with different NCCL_CROSS_NIC, both timing out in
+/// an all-reduce; optionally rank 1 dies of its own exception first.
+fn cross_nic_hang(version: &str, crash: bool) -> tempfile::TempDir {
+    let mut files = Vec::new();
+    for (rank, host, cross) in [(0u32, "node1", "0"), (1, "node2", "1")] {
+        let pid = 4100 + rank;
+        let mut lines = init(host, pid, rank, version);
+        lines.insert(
+            0,
+            format!(
+                "{host}:{pid}:{pid} [{rank}] NCCL INFO NCCL_CROSS_NIC set by environment to {cross}"
+            ),
+        );
+        lines.push(format!(
+            "{host}:{pid}:{} [{rank}] NCCL INFO comm 0x55d0{rank}0 rank {rank} nranks 2 cudaDev {rank} nvmlDev {rank} busId 18000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE",
+            pid + 60
+        ));
+        if crash && rank == 1 {
+            lines.extend([
+                "[rank1]: Traceback (most recent call last):".to_string(),
+                "[rank1]:   File \"train.py\", line 88, in <module>".to_string(),
+                "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+                    .to_string(),
+            ]);
+        } else {
+            lines.push(format!(
+                "[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+            ));
+        }
+        files.push((format!("{host}/nccl.{host}.{pid}"), lines));
+    }
+    let files: Vec<(&str, Vec<String>)> =
+        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
+    job(&files)
+}
+
+#[test]
+fn settings_count_only_with_a_symptom_and_direct_evidence_still_wins() {
+    let doc = analyze(cross_nic_hang("2.20.5+cuda12.3", false).path());
+    let bug = nccl_bug(&doc).expect("differing NCCL_CROSS_NIC and a hang on 2.20.5");
+    assert!(
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("cross_nic_inconsistent_hang"),
+        "{bug:#}"
+    );
+    let doc = analyze(cross_nic_hang("2.21.5+cuda12.4", false).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+    // A rank that died of its own accord is the stronger explanation.
+    let doc = analyze(cross_nic_hang("2.20.5+cuda12.3", true).path());
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"],
+        "process_crash",
+        "{:?}",
+        kinds(&doc)
+    );
+    // … and the defect, still matched, stands as an alternative.
+    assert!(nccl_bug(&doc).is_some(), "{:?}", kinds(&doc));
+}
+
+#[test]
+fn the_report_is_the_same_on_every_run() {
+    let dir = nvls_failure("2.26.2+cuda12.8", true);
+    let a = analyze(dir.path());
+    let b = analyze(dir.path());
+    assert_eq!(a, b);
+}
+
+#[test]
+fn pytorch_names_the_version_when_nccl_printed_no_banner() {
+    let lines = vec![
+        String::new(),
+        "node1:4100:4160 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 4 bytes instead of 1536".to_string(),
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, internal error - please report this issue to the NCCL developers, NCCL version 2.19.3".to_string(),
+    ];
+    let dir = job(&[("train.log", lines)]);
+    let doc = analyze(dir.path());
+    let bug = nccl_bug(&doc).expect("version from PyTorch's error line");
+    assert!(
+        bug["summary"].as_str().unwrap().contains("2.19.3"),
+        "{bug:#}"
+    );
+}
+
+/// NCCL picked a libvirt bridge for bootstrap, then could not connect.
+fn virbr_bootstrap(ifname: Option<&str>) -> tempfile::TempDir {
+    let mut lines = Vec::new();
+    if let Some(ifname) = ifname {
+        lines.push(format!(
+            "node1:4100:4100 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {ifname}"
+        ));
+    }
+    lines.extend([
+        "node1:4100:4100 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>".to_string(),
+        "node1:4100:4100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4".to_string(),
+        "node1:4100:4160 [0] NCCL INFO ncclCommInitRank comm 0x55d000 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x6f3a9d1c2b7e4a05 - Init START".to_string(),
+        String::new(),
+        "node1:4100:4160 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.122.1<45763> failed : Connection refused".to_string(),
+        "node1:4100:4160 [0] NCCL INFO misc/socket.cc:565 -> 2".to_string(),
+    ]);
+    job(&[("nccl.node1.4100", lines)])
+}
+
+#[test]
+fn an_unless_condition_keeps_a_deliberate_setting_out() {
+    let doc = analyze(virbr_bootstrap(None).path());
+    let bug = nccl_bug(&doc).expect("NCCL chose virbr0 by itself");
+    assert!(
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("virbr_bootstrap_interface"),
+        "{bug:#}"
+    );
+    // The user asked for that interface: not NCCL's choice, not its defect.
+    let doc = analyze(virbr_bootstrap(Some("virbr0")).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}
+
+/// Two of the ranks of an MNNVL communicator, both timing out in one op.
+fn mnnvl_hang(nranks: u32, op: &str) -> tempfile::TempDir {
+    let mut files = Vec::new();
+    for rank in 0..2u32 {
+        let pid = 4100 + rank;
+        let mut lines = init("gb200n1", pid, rank, "2.26.2+cuda12.8");
+        lines.extend([
+            format!("gb200n1:{pid}:{} [{rank}] NCCL INFO comm 0x55d0{rank}0 rank {rank} nRanks {nranks} nNodes {} localRanks 4 localRank {rank} MNNVL 1", pid + 60, nranks / 4),
+            format!("gb200n1:{pid}:{} [{rank}] NCCL INFO ncclCommInitRank comm 0x55d0{rank}0 rank {rank} nranks {nranks} cudaDev {rank} nvmlDev {rank} busId 18000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE", pid + 60),
+            format!("[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType={op}, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."),
+        ]);
+        files.push((format!("nccl.gb200n1.{pid}"), lines));
+    }
+    let files: Vec<(&str, Vec<String>)> =
+        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
+    job(&files)
+}
+
+#[test]
+fn numeric_fields_and_the_hung_op_are_part_of_the_signature() {
+    let id = "mnnvl_alltoall_80_ranks_hang";
+    let has =
+        |doc: &Value| nccl_bug(doc).is_some_and(|b| b["summary"].as_str().unwrap().contains(id));
+    // PyTorch's `_ALLTOALL_BASE` is the all-to-all of the signature.
+    assert!(has(&analyze(mnnvl_hang(96, "_ALLTOALL_BASE").path())));
+    // Not above 80 ranks, or not an all-to-all: not this defect.
+    assert!(!has(&analyze(mnnvl_hang(64, "_ALLTOALL_BASE").path())));
+    assert!(!has(&analyze(mnnvl_hang(96, "ALLREDUCE").path())));
+}
