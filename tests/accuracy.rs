@@ -187,6 +187,7 @@ fn accuracy_per_scenario_meets_its_floor() {
             );
         }
     }
+    assert_eq!(FLOORS.len(), tallies.len(), "every scenario has a floor");
     let mut below = Vec::new();
     for &(name, status, kind, stuck, place) in FLOORS {
         let t = tallies.get(name).copied().unwrap_or_default();

@@ -79,6 +79,10 @@ impl<'a> Nccl<'a> {
 
     /// An INFO line.
     pub fn info(&self, s: &mut Stream, t: Us, tid: u32, msg: std::fmt::Arguments<'_>) {
+        // NCCL_DEBUG=WARN prints no INFO line, not even the error chain.
+        if !self.plan.nccl_info {
+            return;
+        }
         s.line(t, |b| {
             let start = b.len();
             self.prefix(b, tid);
@@ -436,25 +440,7 @@ impl<'a> Nccl<'a> {
             );
         }
         if self.v.ge(2, 20, 0) {
-            let nodes = comm
-                .members
-                .iter()
-                .map(|&m| m / self.plan.gpus_per_host)
-                .collect::<std::collections::BTreeSet<_>>()
-                .len();
-            let local_ranks = comm
-                .members
-                .iter()
-                .filter(|&&m| m / self.plan.gpus_per_host == self.rank / self.plan.gpus_per_host)
-                .count();
-            let local_rank = comm
-                .members
-                .iter()
-                .filter(|&&m| {
-                    m / self.plan.gpus_per_host == self.rank / self.plan.gpus_per_host
-                        && m < self.rank
-                })
-                .count();
+            let (nodes, local_ranks, local_rank) = comm.layout(self.plan.gpus_per_host, self.rank);
             self.info(s, t + 40, tid, format_args!(
                 "comm 0x{:x} rank {} nRanks {} nNodes {nodes} localRanks {local_ranks} localRank {local_rank} MNNVL 0",
                 self.comm_ptr(comm.kind), comm.rank, comm.nranks
@@ -511,7 +497,7 @@ impl<'a> Nccl<'a> {
                 let _ = write!(b, "NCCL INFO Channel {c:02}/{:02} :", comm.channels);
                 let mut cur = comm.members[0];
                 for _ in 0..n {
-                    let idx = comm.members.iter().position(|&m| m == cur).unwrap_or(0);
+                    let idx = comm.index_of(cur) as usize;
                     let _ = write!(b, " {idx:>3}");
                     if b.len() - start >= MAX_LINE {
                         break;
@@ -557,8 +543,7 @@ impl<'a> Nccl<'a> {
     }
 
     fn hop(&self, s: &mut Stream, t: Us, comm: &Comm, hop: &Hop) {
-        let idx = |g: u32| comm.members.iter().position(|&m| m == g).unwrap_or(0);
-        let (src, dst) = (idx(hop.src), idx(hop.dst));
+        let (src, dst) = (comm.index_of(hop.src), comm.index_of(hop.dst));
         let (bs, bd) = (self.bracket(hop.src), self.bracket(hop.dst));
         let conn = if comm.kind == CommKind::Ep { 1 } else { 0 };
         let p2p = if self.v.ge(2, 19, 0) {

@@ -146,7 +146,26 @@ fn before(c: &mut Ctx<'_>, out: &mut RankOut) {
     }
     c.comms = comms;
     if !fails {
+        python_warning(c, out);
         training(c, out);
+    }
+}
+
+/// A harmless Python warning some jobs print on every rank (its words,
+/// "freeze" and "slowness", are traps for naive keyword matching).
+fn python_warning(c: &mut Ctx<'_>, out: &mut RankOut) {
+    let site = c.plan.site_packages();
+    let t = c.plan.times.train - c.rng.range(2_000, 9_000) * MS;
+    match c.plan.seed % 4 {
+        1 => {
+            out.stderr.text(t, &format!("{site}/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create 16 worker processes in total. Our suggested max number of worker in current system is 12, which is smaller than what this DataLoader is going to create. Please be aware that excessive worker creation might get DataLoader running slow or even freeze, lower the worker number to avoid potential slowness/freeze if necessary."));
+            out.stderr.text(t, "  warnings.warn(_create_warning_msg(");
+        }
+        2 => {
+            out.stderr.text(t, &format!("{site}/torch/nn/modules/transformer.py:282: UserWarning: enable_nested_tensor is True, but self.use_nested_tensor is False because encoder_layer.self_attn.batch_first was not True(use batch_first for better inference performance)"));
+            out.stderr.text(t, "  warnings.warn(f\"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not_sparsity_fast_path}\")");
+        }
+        _ => {}
     }
 }
 
@@ -193,7 +212,7 @@ fn training(c: &mut Ctx<'_>, out: &mut RankOut) {
             secs *= 3.0 + c.rng.range(0, 400) as f64 / 100.0;
         }
         loss = (loss * (0.995 + c.rng.range(0, 40) as f64 / 10_000.0)).max(1.2);
-        let tput = (1_000_000.0 / secs) as u64 * u64::from(p.world) / 8;
+        let tput = (1_000_000.0 / secs) as u64 * u64::from(p.world) / 8 + c.rng.below(5_000);
         out.stdout.text(
             t,
             &format!(

@@ -43,6 +43,32 @@ pub struct Comm {
     pub id: u64,
 }
 
+impl Comm {
+    /// A member's rank in the communicator, without a search: members are
+    /// laid out regularly (all ranks, one host, one local rank per host, or
+    /// a block of hosts).
+    pub fn index_of(&self, global: u32) -> u32 {
+        let first = self.members.first().copied().unwrap_or(0);
+        let stride = match self.members.get(1) {
+            Some(&second) => second.saturating_sub(first).max(1),
+            None => 1,
+        };
+        global.saturating_sub(first) / stride
+    }
+
+    /// NCCL's `nNodes`, `localRanks` and `localRank` for `rank` (hosts of
+    /// `gph` ranks): a block of whole hosts, or one rank per host.
+    pub fn layout(&self, gph: u32, rank: u32) -> (u32, u32, u32) {
+        let gph = gph.max(1);
+        let one_per_host = self.members.len() > 1 && self.members[1] - self.members[0] >= gph;
+        if one_per_host {
+            (self.nranks, 1, 0)
+        } else {
+            (self.nranks.div_ceil(gph), self.nranks.min(gph), rank % gph)
+        }
+    }
+}
+
 /// What a connection line says about one hop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
@@ -217,15 +243,17 @@ impl<'a> Topo<'a> {
         };
         let id =
             Rng::derive(self.plan.seed, "comm-id", &[kind as u64, u64::from(color)]).next_u64();
-        Comm {
+        let mut comm = Comm {
             kind,
             nranks: members.len() as u32,
-            rank: members.iter().position(|&m| m == rank).unwrap_or(0) as u32,
+            rank: 0,
             members,
             channels,
             color,
             id,
-        }
+        };
+        comm.rank = comm.index_of(rank);
+        comm
     }
 
     /// The connection lines `rank` prints for one communicator, in NCCL's

@@ -151,9 +151,13 @@ pub fn socket_interface(c: &mut Ctx<'_>) -> Story {
     );
     let mut story = init_story(c, c.host_ranks(host), reports, 2, text);
     story.truth.cause = Some(c.host_cause(CauseKind::SocketInterface, host, None));
+    // Half the time the host's container also lacks the RDMA devices, so
+    // NCCL runs on sockets there and prints `NET/Socket : Using [0]docker0…`.
+    let sockets_only = c.rng.chance(0.5);
     let hs = story.host_mut(host);
     hs.socket = Some((iface.into(), ip.into()));
     hs.env.push(("NCCL_SOCKET_IFNAME".into(), iface.into()));
+    hs.sockets_only = sockets_only;
     story
 }
 
