@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::plan::{Fabric, Host, Nic, Plan};
+use super::plan::{Fabric, Host, Plan};
 use super::rng::Rng;
 use super::story::HostStory;
 
@@ -343,7 +343,6 @@ pub fn write_rdma_statistic(
 pub fn write_ethtool(
     plan: &Plan,
     host: &Host,
-    nic: &Nic,
     k: u32,
     story: Option<&HostStory>,
     after: bool,
@@ -371,6 +370,5 @@ pub fn write_ethtool(
             }
         }
     }
-    let _ = nic;
     Ok(())
 }

@@ -409,7 +409,7 @@ fn write_counters(
         for (k, nic) in host.nics.iter().enumerate() {
             let p = d.join(format!("ethtool-S-{}.txt", nic.netdev));
             total = total.add(write_file(p, |w| {
-                counters::write_ethtool(plan, host, nic, k as u32, hs, after, w)
+                counters::write_ethtool(plan, host, k as u32, hs, after, w)
             })?);
         }
     }

@@ -361,7 +361,7 @@ impl Plan {
         let times = make_times(&versions, &mut rng);
         let hosts = make_hosts(opts.seed, world, gph, fabric, times.start, &mut rng);
         let ranks = make_ranks(&hosts);
-        let hung = make_hung(scenario, world, &times, &mut rng);
+        let hung = make_hung(world, &times, &mut rng);
         let job_id = rng.range(100_000, 9_999_999) as u32;
         Plan {
             seed: opts.seed,
@@ -415,18 +415,6 @@ impl Plan {
 
     pub fn gpu_bdf(&self, rank: u32) -> &'static str {
         GPU_BDF[self.ranks[rank as usize].local as usize % GPU_BDF.len()]
-    }
-
-    /// The NIC a rank's GPU sits next to (rail-optimised: GPU k ↔ mlx5_k).
-    pub fn nic_of(&self, rank: u32) -> &Nic {
-        let r = &self.ranks[rank as usize];
-        let nics = &self.hosts[r.host].nics;
-        &nics[r.local as usize % nics.len()]
-    }
-
-    pub fn rank_at(&self, host: usize, local: u32) -> Option<u32> {
-        let h = self.hosts.get(host)?;
-        (local < h.local_ranks).then_some(h.first_rank + local)
     }
 
     pub fn link_layer(&self) -> &'static str {
@@ -559,7 +547,7 @@ fn make_times(versions: &Versions, rng: &mut Rng) -> Times {
     }
 }
 
-fn make_hung(scenario: Scenario, world: u32, times: &Times, rng: &mut Rng) -> Hung {
+fn make_hung(world: u32, times: &Times, rng: &mut Rng) -> Hung {
     let per_step = *rng.pick(&[1u64, 2, 4, 6]);
     let step = ((times.hang - times.train) / times.step.max(1)).max(1) as u64;
     let seq = step * per_step + rng.range(1, 3) as u64;
@@ -577,7 +565,6 @@ fn make_hung(scenario: Scenario, world: u32, times: &Times, rng: &mut Rng) -> Hu
             ("_REDUCE_SCATTER_BASE", n * u64::from(world), n)
         }
     };
-    let _ = scenario;
     Hung {
         pg: "0".into(),
         seq,

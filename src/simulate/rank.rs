@@ -255,7 +255,7 @@ fn abort_comms(c: &mut Ctx<'_>, out: &mut RankOut, t: Us) {
     }
     let comms = std::mem::take(&mut c.comms);
     if let Some(w) = comms.first() {
-        c.nc.teardown(out.nccl(), t, CommKind::World, w, "Abort");
+        c.nc.teardown(out.nccl(), t, w, "Abort");
     }
     c.comms = comms;
 }
@@ -363,13 +363,7 @@ fn finish(c: &mut Ctx<'_>, out: &mut RankOut) {
     let comms = std::mem::take(&mut c.comms);
     if let Some(what) = what {
         for (i, comm) in comms.iter().enumerate().rev() {
-            c.nc.teardown(
-                out.nccl(),
-                t + SEC + i as i64 * 3 * MS,
-                comm.kind,
-                comm,
-                what,
-            );
+            c.nc.teardown(out.nccl(), t + SEC + i as i64 * 3 * MS, comm, what);
         }
     }
     c.comms = comms;

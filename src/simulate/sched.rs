@@ -69,7 +69,11 @@ pub fn natural_end(plan: &Plan, story: &Story, rank: u32) -> Option<(Us, Exit)> 
     let delay = abort_delay(plan, rank);
     match story.fate(rank) {
         Fate::Finish => Some((finish_time(plan, story, rank), Exit::Code(0))),
-        Fate::Timeout { .. } => Some((watchdog_fires(plan, story, rank) + delay, Exit::Signal(6))),
+        // The watchdog's lines take up to ~0.4 s; the abort comes after them.
+        Fate::Timeout { .. } => Some((
+            watchdog_fires(plan, story, rank) + 500 * MS + delay,
+            Exit::Signal(6),
+        )),
         Fate::NcclError { warns, .. } => {
             let last = warns.iter().map(|w| w.0).max()?;
             Some((last + 2 * delay, Exit::Signal(6)))

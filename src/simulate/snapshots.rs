@@ -17,12 +17,11 @@ struct Port {
     ipv4_gid: bool,
 }
 
-fn port(plan: &Plan, story: Option<&HostStory>, nic: u32) -> Port {
+fn port(story: Option<&HostStory>, nic: u32) -> Port {
     let o: Option<&PortOverride> = story.and_then(|s| s.ports.iter().find(|p| p.nic == nic));
     let (state, phys) = o.and_then(|o| o.state).unwrap_or(("Active", "LinkUp"));
     let (rate, width) = o.and_then(|o| o.rate).unwrap_or((400, "4X"));
     let down = state == "Down";
-    let _ = plan;
     Port {
         state,
         phys,
@@ -66,7 +65,7 @@ pub fn write_ibstat(
     w: &mut impl Write,
 ) -> io::Result<()> {
     for (k, nic) in host.nics.iter().enumerate() {
-        let p = port(plan, story, k as u32);
+        let p = port(story, k as u32);
         let ib = plan.fabric == Fabric::Ib;
         writeln!(w, "CA '{}'", nic.name)?;
         writeln!(
@@ -146,7 +145,7 @@ pub fn write_ibstatus(
     w: &mut impl Write,
 ) -> io::Result<()> {
     for (k, nic) in host.nics.iter().enumerate() {
-        let p = port(plan, story, k as u32);
+        let p = port(story, k as u32);
         let ib = plan.fabric == Fabric::Ib;
         let (n, name) = state_num(p.state);
         writeln!(w, "Infiniband device '{}' port 1 status:", nic.name)?;
@@ -193,7 +192,7 @@ pub fn write_ibv_devinfo(
     w: &mut impl Write,
 ) -> io::Result<()> {
     for (k, nic) in host.nics.iter().enumerate() {
-        let p = port(plan, story, k as u32);
+        let p = port(story, k as u32);
         let ib = plan.fabric == Fabric::Ib;
         let (n, _) = state_num(p.state);
         let state = match n {
@@ -248,7 +247,7 @@ pub fn write_show_gids(
     writeln!(w, "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---")?;
     let mut found = 0;
     for (k, nic) in host.nics.iter().enumerate() {
-        let p = port(plan, story, k as u32);
+        let p = port(story, k as u32);
         let g = port_guid(plan, nic);
         let ll = format!("fe80:0000:0000:0000:{}", guid_colons(g));
         for (i, ver) in ["v1", "v2"].iter().enumerate() {

@@ -66,10 +66,6 @@ impl Stream {
         (t, &self.buf[start..end as usize])
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf
-    }
-
     pub fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
         w.write_all(&self.buf)
     }

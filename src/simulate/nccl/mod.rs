@@ -498,7 +498,7 @@ impl<'a> Nccl<'a> {
             s.line(t + i64::from(c), |b| {
                 let start = b.len();
                 self.prefix(b, self.tids.init);
-                let _ = write!(b, "NCCL INFO Channel {c:02}/{:02} :", comm.channels);
+                let _ = write!(b, "NCCL INFO Channel {c:02}/{:02} : ", comm.channels);
                 let mut cur = comm.members[0];
                 for _ in 0..n {
                     let idx = comm.index_of(cur) as usize;
@@ -639,11 +639,10 @@ impl<'a> Nccl<'a> {
 
     /// `comm … - Destroy COMPLETE` / `- Abort COMPLETE` (2.12+; from 2.30.3
     /// in a subsystem that is off by default).
-    pub fn teardown(&self, s: &mut Stream, t: Us, kind: CommKind, comm: &Comm, what: &str) {
+    pub fn teardown(&self, s: &mut Stream, t: Us, comm: &Comm, what: &str) {
         if self.v.lt(2, 12, 0) || self.v.ge(2, 30, 3) || !self.plan.nccl_info {
             return;
         }
-        let _ = kind;
         self.info(
             s,
             t,
