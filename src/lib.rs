@@ -2,7 +2,8 @@
 //! died in NCCL collectives.
 //!
 //! The pipeline, one module per stage: [`ingest`] → [`parse`] → [`model`] →
-//! [`timeline`] → [`diagnose`] → [`report`], wired by [`analyze`].
+//! [`timeline`] → [`diagnose`] → [`report`], wired by [`analyze`]. [`simulate`]
+//! writes realistic jobs with known truth for testing the pipeline.
 
 pub mod analyze;
 pub mod batch;
@@ -12,4 +13,5 @@ pub mod ingest;
 pub mod model;
 pub mod parse;
 pub mod report;
+pub mod simulate;
 pub mod timeline;

@@ -21,6 +21,7 @@ use ncclpm::ingest::discover;
 use ncclpm::parse::lint::Linter;
 use ncclpm::parse::selftest::check_samples;
 use ncclpm::report::{ReportInput, terminal, write_reports};
+use ncclpm::simulate::{self, SimNames, SimOptions};
 use rayon::prelude::*;
 use std::io::IsTerminal;
 
@@ -47,6 +48,40 @@ enum Command {
     /// List lines that look like NCCL / ProcessGroupNCCL / elastic messages
     /// but that no grammar pattern recognises (grammar coverage).
     LintLogs(LintArgs),
+    /// Write a realistic job folder with a known cause, and its truth beside
+    /// it (OUT_DIR.truth.json).
+    Simulate(SimulateArgs),
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// A cause kind of the verdict (link_flap, packet_loss, …, rank_stalled),
+    /// or healthy / cancelled.
+    #[arg(long = "cause", value_name = "KIND")]
+    cause: String,
+    /// World size: an even number up to 8 (two hosts), else a multiple of 8.
+    #[arg(long, default_value_t = 16)]
+    ranks: u32,
+    /// Same seed, same bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// torchrun, slurm or nccl-files (default: drawn from the seed).
+    #[arg(long)]
+    layout: Option<String>,
+    /// NCCL release to write (default: drawn with the torch release).
+    #[arg(long = "nccl-version", value_name = "V")]
+    nccl_version: Option<String>,
+    /// PyTorch release to write.
+    #[arg(long = "torch-version", value_name = "V")]
+    torch_version: Option<String>,
+    /// small (few channels, for tests) or full (as much NCCL INFO as a real job).
+    #[arg(long, default_value = "full")]
+    profile: String,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+    /// The job folder to create (must not exist or be empty).
+    out_dir: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -134,6 +169,7 @@ fn main() -> ExitCode {
         Command::LintLogs(args) => lint_logs(args),
         Command::Batch(args) => batch(args),
         Command::Merge(args) => merge(args),
+        Command::Simulate(args) => simulate(args),
     };
     match result {
         Ok(code) => code,
@@ -294,6 +330,39 @@ fn lint_logs(args: LintArgs) -> Result<ExitCode> {
         }
     }
     writeln!(out, "{gaps} unrecognised line(s) in {files} file(s)")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn simulate(args: SimulateArgs) -> Result<ExitCode> {
+    let opts = SimOptions::from_names(&SimNames {
+        cause: &args.cause,
+        ranks: args.ranks,
+        seed: args.seed,
+        layout: args.layout.as_deref(),
+        nccl_version: args.nccl_version.as_deref(),
+        torch_version: args.torch_version.as_deref(),
+        profile: &args.profile,
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let done = simulate::simulate(&opts, &args.out_dir)?;
+    if !args.quiet {
+        let t = &done.truth;
+        writeln!(
+            std::io::stdout().lock(),
+            "wrote {} ({} files, {:.1} MB): {} ranks on {} hosts, {} layout, NCCL {}, torch {}\ntruth: {} (status {}, stuck ranks {:?})",
+            args.out_dir.display(),
+            done.written.files,
+            done.written.bytes as f64 / 1e6,
+            t.ranks,
+            t.hosts,
+            t.layout,
+            t.nccl_version,
+            t.torch_version,
+            done.truth_path.display(),
+            t.truth.status,
+            t.truth.stuck_ranks
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::grammar::counters::{CounterInfo, CounterKnowledge, Severity};
+use crate::grammar::counters::{CounterInfo, CounterKnowledge, Severity, Side};
 use crate::model::{CauseKind, CounterDelta, CounterSource, Job, SourceLine};
 
 use super::nic_use::{NicUse, Use};
@@ -55,6 +55,9 @@ pub struct CounterRow {
     /// The HCA (a netdev's counters are mapped to it where known).
     #[serde(skip)]
     pub hca: String,
+    /// The counter rises on the requester of a lossy path (see counters.toml).
+    #[serde(skip)]
+    pub requester_side: bool,
 }
 
 /// Every counter delta worth showing, judged; suspicious first.
@@ -155,6 +158,7 @@ fn row(
             text: after.text.clone(),
         }),
         hca: nics.hca_of(d.host.as_deref(), &d.device).to_string(),
+        requester_side: info.is_some_and(|i| i.side == Side::Requester),
     }
 }
 

@@ -23,29 +23,47 @@ pub struct Choice {
 pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     let mut out: Vec<Hypothesis> = Vec::new();
     for h in hyps {
-        let same = out.iter_mut().find(|o| {
-            o.kind == h.kind
-                && o.host == h.host
-                && (o.ranks.is_empty() || h.ranks.is_empty() || o.ranks == h.ranks)
-        });
-        match same {
-            Some(o) => {
-                if o.ranks.is_empty() {
-                    o.ranks = h.ranks.clone();
-                    for (k, v) in &h.values {
-                        o.values.insert(k, v.clone());
-                    }
-                    o.gpu_bus_id = o.gpu_bus_id.take().or(h.gpu_bus_id.clone());
-                }
-                o.device = o.device.take().or(h.device);
-                o.port = o.port.or(h.port);
-                o.peer_host = o.peer_host.take().or(h.peer_host);
-                o.support.extend(h.support);
-            }
+        match out.iter_mut().find(|o| same_story(o, &h)) {
+            Some(o) => absorb(o, h),
             None => out.push(h),
         }
     }
     out
+}
+
+/// One cause on one host, on the same device or where one side does not know
+/// the device: the same story told by different sources.
+fn same_story(a: &Hypothesis, b: &Hypothesis) -> bool {
+    let device_fits = a.device.is_none() || b.device.is_none() || a.device == b.device;
+    a.kind == b.kind && a.host == b.host && device_fits
+}
+
+/// Folds `h` into `o`: support adds up; the more precise place and the
+/// narrower set of culprit ranks win.
+fn absorb(o: &mut Hypothesis, h: Hypothesis) {
+    if o.ranks.is_empty() {
+        o.ranks = h.ranks.clone();
+        for (k, v) in &h.values {
+            o.values.insert(k, v.clone());
+        }
+    } else if !h.ranks.is_empty() && h.ranks != o.ranks {
+        let both: std::collections::BTreeSet<u32> = o.ranks.intersection(&h.ranks).copied().collect();
+        if !both.is_empty() {
+            o.ranks = both;
+        } else if h.ranks.len() < o.ranks.len() {
+            o.ranks = h.ranks.clone();
+        }
+    }
+    for (k, v) in h.values {
+        o.values.entry(k).or_insert(v);
+    }
+    if o.device.is_none() {
+        o.device = h.device;
+        o.port = h.port;
+    }
+    o.gpu_bus_id = o.gpu_bus_id.take().or(h.gpu_bus_id);
+    o.peer_host = o.peer_host.take().or(h.peer_host);
+    o.support.extend(h.support);
 }
 
 pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> Choice {

@@ -39,6 +39,21 @@ struct CounterSpec {
     err_delta: Option<u64>,
     ratio_of: Option<String>,
     max_ratio: Option<f64>,
+    #[serde(default)]
+    side: Side,
+}
+
+/// Where on a connection a counter counts. A `requester` counter (ACK
+/// timeouts, NAKs received, retries exhausted) rises on the host whose sends
+/// went unanswered — the loss is on the path to its peer, not necessarily at
+/// its own port; a `local` counter (receive errors, symbol errors, drops)
+/// rises where the bad link or port is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    #[default]
+    Local,
+    Requester,
 }
 
 /// How much a suspicious rise matters.
@@ -67,6 +82,7 @@ pub struct CounterInfo {
     /// Judge the rise against this counter's rise on the same port.
     pub ratio_of: Option<String>,
     pub max_ratio: Option<f64>,
+    pub side: Side,
 }
 
 #[derive(Debug, Default)]
@@ -185,6 +201,7 @@ fn info(spec: &CounterSpec) -> Result<CounterInfo, String> {
         err_delta: spec.err_delta,
         ratio_of: spec.ratio_of.clone(),
         max_ratio: spec.max_ratio,
+        side: spec.side,
     })
 }
 

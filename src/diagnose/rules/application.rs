@@ -1,7 +1,7 @@
 //! Application-level causes: ranks that disagree on the collective, and a rank
 //! that never reached it while nothing is wrong with it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
@@ -109,15 +109,18 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// Ranks timed out on the same sequence number but with a different op or
 /// size: the minority ran a different collective.
 fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
-    let kinds: BTreeSet<_> = hang.sizes.values().collect();
+    // A rank whose watchdog raised an error prints no op or size: it ran
+    // nothing different, it just said less.
+    let known: BTreeMap<u32, &(Option<String>, Option<i64>)> =
+        hang.sizes.iter().filter(|(_, (op, n))| op.is_some() && n.is_some()).map(|(r, k)| (*r, k)).collect();
+    let kinds: BTreeSet<_> = known.values().collect();
     if kinds.len() < 2 {
         return None;
     }
-    let majority = kinds
+    let majority: (Option<String>, Option<i64>) = (**kinds
         .iter()
-        .max_by_key(|k| hang.sizes.values().filter(|v| v == *k).count())
-        .copied()?
-        .clone();
+        .max_by_key(|k| known.values().filter(|v| **v == ***k).count())?)
+    .clone();
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     h.value("seq", hang.seq.map(|s| s.to_string()).unwrap_or_default());
     let fmt = |k: &(Option<String>, Option<i64>)| {
@@ -127,7 +130,7 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             k.1.map_or("?".into(), |n| n.to_string())
         )
     };
-    for (rank, k) in hang.sizes.iter().filter(|(_, k)| **k != majority) {
+    for (rank, k) in known.iter().filter(|(_, k)| ***k != majority) {
         h.ranks.insert(*rank);
         h.value(
             "detail",

@@ -30,16 +30,22 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.suspicious) {
         let Some(cause) = r.cause else { continue };
-        let h = hypothesis(
-            &mut by_place,
-            ctx.job,
-            cause,
-            r.host.clone(),
-            &r.hca,
-            r.port,
-            &r.ranks,
-            &stuck,
-        );
+        let h = match requester_peer(ctx.job, r) {
+            // Unanswered sends: the loss is on the way to the peer, whose
+            // port the other evidence (victims naming it, its receive
+            // errors) places; this host's counters only corroborate.
+            Some(peer) => hypothesis(&mut by_place, ctx.job, cause, Some(peer), "?", None, &[], &stuck),
+            None => hypothesis(
+                &mut by_place,
+                ctx.job,
+                cause,
+                r.host.clone(),
+                &r.hca,
+                r.port,
+                &r.ranks,
+                &stuck,
+            ),
+        };
         if h.support.len() < MAX_SUPPORT {
             let why = format!(
                 "{}: {}",
@@ -65,6 +71,16 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
         tie_to_stuck_rank(ctx.job, h, &stuck);
     }
     out
+}
+
+/// For a requester-side counter, the host its NIC's ranks talk to over the
+/// network (when the channel lines say so).
+fn requester_peer(job: &Job, r: &CounterRow) -> Option<String> {
+    if !r.requester_side {
+        return None;
+    }
+    let ranks: BTreeSet<u32> = r.ranks.iter().copied().collect();
+    peer_host(job, r.host.as_deref(), &ranks)
 }
 
 /// When a rank the others waited for sends over this port, the hang itself
