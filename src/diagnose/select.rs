@@ -169,7 +169,10 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
 /// cleaning up after a successful run.
 fn failure_seen(ctx: &Ctx<'_>) -> bool {
     let job = ctx.job;
-    !job.deaths.is_empty()
+    // Deaths that are consequences (the agent stopping workers, their
+    // SignalException) do not make a failure on their own: a cancelled job
+    // shows exactly those.
+    job.deaths.iter().any(|d| !d.consequence)
         || job.events.iter().any(|e| {
             matches!(
                 e.kind,
@@ -203,11 +206,19 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
 
 /// The job finished: the launcher said so, communicators were destroyed
 /// cleanly, or the user cancelled it without a fault.
+/// Also a sign: the world communicator came up and nothing at all went wrong
+/// afterwards (before torch 2.6 a clean exit prints no teardown line, and the
+/// agent logs success only at INFO).
 fn completion_seen(ctx: &Ctx<'_>) -> bool {
+    let world = ctx.job.world_size;
     ctx.job.events.iter().any(|e| {
         e.kind == EventKind::JobCompleted
             || e.kind == EventKind::JobCancelled
+            || (e.kind == EventKind::ElasticAgent && e.text_field("signal").is_some())
             || (e.kind == EventKind::NcclCommTeardown && e.text_field("what") == Some("Destroy"))
+            || (e.kind == EventKind::NcclCommInit
+                && e.text_field("phase") == Some("COMPLETE")
+                && e.int("nranks").map(|n| n as u32) == world)
     })
 }
 

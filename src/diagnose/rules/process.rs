@@ -54,13 +54,24 @@ fn death_time(ctx: &Ctx<'_>, d: &Death) -> Option<chrono::NaiveDateTime> {
         })
 }
 
+/// Ranks whose own NCCL or watchdog trouble explains an exit or an abort:
+/// PyTorch raises (and exits) after a timeout or a NCCL error.
 fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
     job.events
         .iter()
         .filter(|e| {
             matches!(
                 e.kind,
-                EventKind::WatchdogTimeout | EventKind::WatchdogException
+                EventKind::WatchdogTimeout
+                    | EventKind::WatchdogException
+                    | EventKind::NcclErrorReport
+                    | EventKind::CommAborted
+                    | EventKind::VerbsCallFailed
+                    | EventKind::BootstrapError
+                    | EventKind::SocketError
+                    | EventKind::IbCompletionError
+                    | EventKind::IbAsyncEvent
+                    | EventKind::ProxyError
             )
         })
         .filter_map(|e| e.who.rank)
