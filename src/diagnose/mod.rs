@@ -34,6 +34,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
     let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
+    let hyps = select::explain(hyps, &kb.explains);
     let choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;

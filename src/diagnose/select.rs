@@ -31,6 +31,36 @@ pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     out
 }
 
+/// Where one cause explains another's symptoms on the same host and NIC
+/// (`[[explains]]` in knowledge.toml), the explained hypothesis's support
+/// becomes corroboration of the explaining one, and the explained one goes.
+pub fn explain(mut hyps: Vec<Hypothesis>, explains: &[(CauseKind, Vec<CauseKind>)]) -> Vec<Hypothesis> {
+    for (cause, explained) in explains {
+        let mut i = 0;
+        while i < hyps.len() {
+            let covered = explained.contains(&hyps[i].kind)
+                && hyps.iter().any(|h| h.kind == *cause && same_place(h, &hyps[i]));
+            if covered {
+                let gone = hyps.remove(i);
+                let owner = hyps.iter_mut().find(|h| h.kind == *cause && same_place(h, &gone)).expect("found above");
+                let why = format!("also consistent with {}: ", gone.kind);
+                for mut s in gone.support {
+                    s.why = format!("{why}{}", s.why);
+                    owner.support.push(s);
+                }
+                owner.peer_host = owner.peer_host.take().or(gone.peer_host);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    hyps
+}
+
+fn same_place(a: &Hypothesis, b: &Hypothesis) -> bool {
+    a.host.is_some() && a.host == b.host && (a.device.is_none() || b.device.is_none() || a.device == b.device)
+}
+
 /// One cause on one host, on the same device or where one side does not know
 /// the device: the same story told by different sources.
 fn same_story(a: &Hypothesis, b: &Hypothesis) -> bool {

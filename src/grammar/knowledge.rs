@@ -18,6 +18,8 @@ struct KnowledgeFile {
     cause: Vec<CauseSpec>,
     lint: LintSpec,
     consequences: ConsequenceSpec,
+    #[serde(default)]
+    explains: Vec<ExplainsSpec>,
     gpu_error: Vec<GpuErrorSpec>,
     ibv_wc_status: Vec<CodeSpec>,
     nccl_result: Vec<CodeSpec>,
@@ -71,6 +73,13 @@ struct CauseSpec {
 struct LintSpec {
     markers: Vec<String>,
     ignore_prefixes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExplainsSpec {
+    cause: String,
+    explains: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -136,6 +145,8 @@ pub struct CodeText {
 pub struct Knowledge {
     causes: BTreeMap<CauseKind, CauseText>,
     pub consequences: ConsequenceRules,
+    /// (explaining cause, the causes whose symptoms it explains), in order.
+    pub explains: Vec<(CauseKind, Vec<CauseKind>)>,
     /// Substrings that make a line worth a grammar pattern (`lint-logs`).
     pub lint_markers: Vec<String>,
     /// Message starts that `lint-logs` does not count (stack frames).
@@ -201,7 +212,22 @@ impl Knowledge {
                 .collect()
         };
         let (xid_classes, xids) = xid_tables(file, raw.xid_class, raw.xid)?;
+        let explains = raw
+            .explains
+            .iter()
+            .map(|e| {
+                let kind = |n: &str| {
+                    CauseKind::from_name(n).ok_or_else(|| GrammarError::Pattern {
+                        file: file.into(),
+                        id: n.into(),
+                        reason: "not a cause kind of docs/verdict.md".into(),
+                    })
+                };
+                Ok((kind(&e.cause)?, e.explains.iter().map(|n| kind(n)).collect::<Result<Vec<_>, _>>()?))
+            })
+            .collect::<Result<Vec<_>, GrammarError>>()?;
         Ok(Knowledge {
+            explains,
             xids,
             xid_classes,
             wedged_commands: raw.mlx5.wedged_command_timeouts,
