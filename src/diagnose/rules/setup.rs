@@ -210,10 +210,21 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             (_, _, true) => (0.45, 0.35),
             _ => (0.3, 0.3),
         };
+        // The host that could not be reached is the suspect; the ranks that
+        // tried to connect are its victims (the same rule as for IB errors).
+        let target = peer.clone().filter(|p| job.hosts.contains_key(p));
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
-            h.host = h.host.take().or(host.clone());
-            h.peer_host = h.peer_host.take().or(peer.clone());
-            h.ranks.extend(ev.who.rank);
+            match &target {
+                Some(t) => {
+                    h.host = h.host.take().or(Some(t.clone()));
+                    h.peer_host = h.peer_host.take().or(host.clone());
+                }
+                None => {
+                    h.host = h.host.take().or(host.clone());
+                    h.peer_host = h.peer_host.take().or(peer.clone());
+                    h.ranks.extend(ev.who.rank);
+                }
+            }
             h.support(
                 Source::Nccl,
                 w,
@@ -229,6 +240,13 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .values
             .entry("detail")
             .or_insert_with(|| format!("`{error}`"));
+    }
+    for h in [&mut iface_hyp, &mut fw_hyp] {
+        if h.ranks.is_empty() {
+            if let Some(host) = h.host.clone() {
+                h.ranks = job.ranks.values().filter(|r| r.host.as_deref() == Some(host.as_str())).map(|r| r.rank).collect();
+            }
+        }
     }
     [iface_hyp, fw_hyp]
         .into_iter()
