@@ -34,15 +34,23 @@ pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
 /// Where one cause explains another's symptoms on the same host and NIC
 /// (`[[explains]]` in knowledge.toml), the explained hypothesis's support
 /// becomes corroboration of the explaining one, and the explained one goes.
-pub fn explain(mut hyps: Vec<Hypothesis>, explains: &[(CauseKind, Vec<CauseKind>)]) -> Vec<Hypothesis> {
+pub fn explain(
+    mut hyps: Vec<Hypothesis>,
+    explains: &[(CauseKind, Vec<CauseKind>)],
+) -> Vec<Hypothesis> {
     for (cause, explained) in explains {
         let mut i = 0;
         while i < hyps.len() {
             let covered = explained.contains(&hyps[i].kind)
-                && hyps.iter().any(|h| h.kind == *cause && same_place(h, &hyps[i]));
+                && hyps
+                    .iter()
+                    .any(|h| h.kind == *cause && same_place(h, &hyps[i]));
             if covered {
                 let gone = hyps.remove(i);
-                let owner = hyps.iter_mut().find(|h| h.kind == *cause && same_place(h, &gone)).expect("found above");
+                let owner = hyps
+                    .iter_mut()
+                    .find(|h| h.kind == *cause && same_place(h, &gone))
+                    .expect("found above");
                 let why = format!("also consistent with {}: ", gone.kind);
                 for mut s in gone.support {
                     s.why = format!("{why}{}", s.why);
@@ -58,14 +66,19 @@ pub fn explain(mut hyps: Vec<Hypothesis>, explains: &[(CauseKind, Vec<CauseKind>
 }
 
 fn same_place(a: &Hypothesis, b: &Hypothesis) -> bool {
-    a.host.is_some() && a.host == b.host && (a.device.is_none() || b.device.is_none() || a.device == b.device)
+    a.host.is_some()
+        && a.host == b.host
+        && (a.device.is_none() || b.device.is_none() || a.device == b.device)
 }
 
 /// One cause on one host, on the same device or where one side does not know
 /// the device: the same story told by different sources.
 fn same_story(a: &Hypothesis, b: &Hypothesis) -> bool {
-    let device_fits = a.device.is_none() || b.device.is_none() || a.device == b.device;
-    a.kind == b.kind && a.host == b.host && device_fits
+    let fits = |x: &Option<String>, y: &Option<String>| x.is_none() || y.is_none() || x == y;
+    a.kind == b.kind
+        && a.host == b.host
+        && fits(&a.device, &b.device)
+        && fits(&a.gpu_bus_id, &b.gpu_bus_id)
 }
 
 /// Folds `h` into `o`: support adds up; the more precise place and the
@@ -77,7 +90,8 @@ fn absorb(o: &mut Hypothesis, h: Hypothesis) {
             o.values.insert(k, v.clone());
         }
     } else if !h.ranks.is_empty() && h.ranks != o.ranks {
-        let both: std::collections::BTreeSet<u32> = o.ranks.intersection(&h.ranks).copied().collect();
+        let both: std::collections::BTreeSet<u32> =
+            o.ranks.intersection(&h.ranks).copied().collect();
         if !both.is_empty() {
             o.ranks = both;
         } else if h.ranks.len() < o.ranks.len() {

@@ -223,7 +223,13 @@ impl Knowledge {
                         reason: "not a cause kind of docs/verdict.md".into(),
                     })
                 };
-                Ok((kind(&e.cause)?, e.explains.iter().map(|n| kind(n)).collect::<Result<Vec<_>, _>>()?))
+                Ok((
+                    kind(&e.cause)?,
+                    e.explains
+                        .iter()
+                        .map(|n| kind(n))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ))
             })
             .collect::<Result<Vec<_>, GrammarError>>()?;
         Ok(Knowledge {

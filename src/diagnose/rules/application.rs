@@ -111,8 +111,12 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     // A rank whose watchdog raised an error prints no op or size: it ran
     // nothing different, it just said less.
-    let known: BTreeMap<u32, &(Option<String>, Option<i64>)> =
-        hang.sizes.iter().filter(|(_, (op, n))| op.is_some() && n.is_some()).map(|(r, k)| (*r, k)).collect();
+    let known: BTreeMap<u32, &(Option<String>, Option<i64>)> = hang
+        .sizes
+        .iter()
+        .filter(|(_, (op, n))| op.is_some() && n.is_some())
+        .map(|(r, k)| (*r, k))
+        .collect();
     let kinds: BTreeSet<_> = known.values().collect();
     if kinds.len() < 2 {
         return None;

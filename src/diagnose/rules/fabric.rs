@@ -34,7 +34,16 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
             // Unanswered sends: the loss is on the way to the peer, whose
             // port the other evidence (victims naming it, its receive
             // errors) places; this host's counters only corroborate.
-            Some(peer) => hypothesis(&mut by_place, ctx.job, cause, Some(peer), "?", None, &[], &stuck),
+            Some(peer) => hypothesis(
+                &mut by_place,
+                ctx.job,
+                cause,
+                Some(peer),
+                "?",
+                None,
+                &[],
+                &stuck,
+            ),
             None => hypothesis(
                 &mut by_place,
                 ctx.job,

@@ -72,18 +72,14 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 );
             }
             "ibv_modify_qp" if errno_is(ev, 110, "timed out") => {
-                // NCCL's own hint says cross-rail; on RoCE the usual cause is a
-                // GID that does not route (link-local or wrong version).
-                let (gid_w, rail_w) = match link_layer.as_deref() {
-                    Some("RoCE") => (0.6, 0.3),
-                    Some("IB") => (0.25, 0.6),
-                    _ => {
-                        if gid_forced {
-                            (0.6, 0.35)
-                        } else {
-                            (0.45, 0.4)
-                        }
-                    }
+                // NCCL's own hint says cross-rail. A GID that does not route
+                // (link-local, RoCE v1) times out the same way: a forced
+                // NCCL_IB_GID_INDEX points there, and so does a GID table
+                // showing a bad entry (the snapshot rule adds that support).
+                let (gid_w, rail_w) = match (link_layer.as_deref(), gid_forced) {
+                    (_, true) => (0.6, 0.35),
+                    (Some("IB"), false) => (0.25, 0.6),
+                    (_, false) => (0.4, 0.5),
                 };
                 add(
                     CauseKind::GidIndex,
@@ -242,10 +238,15 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .or_insert_with(|| format!("`{error}`"));
     }
     for h in [&mut iface_hyp, &mut fw_hyp] {
-        if h.ranks.is_empty() {
-            if let Some(host) = h.host.clone() {
-                h.ranks = job.ranks.values().filter(|r| r.host.as_deref() == Some(host.as_str())).map(|r| r.rank).collect();
-            }
+        if h.ranks.is_empty()
+            && let Some(host) = h.host.clone()
+        {
+            h.ranks = job
+                .ranks
+                .values()
+                .filter(|r| r.host.as_deref() == Some(host.as_str()))
+                .map(|r| r.rank)
+                .collect();
         }
     }
     [iface_hyp, fw_hyp]
