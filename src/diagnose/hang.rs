@@ -63,6 +63,15 @@ pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option
         }
         hang.evidence.extend(st.evidence.iter().copied());
     }
+    for ((p, _), st) in &job.anonymous_pg_states {
+        if p == &pg && st.failed_seq == seq {
+            if let Some(op) = &st.op {
+                *ops.entry(op.clone()).or_default() += 1;
+            }
+            hang.anonymous_timeouts += usize::from(st.timed_out);
+            hang.evidence.extend(st.evidence.iter().copied());
+        }
+    }
     hang.op = ops
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))

@@ -230,6 +230,9 @@ event_kinds! {
     PythonException => "python_exception",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
+    /// The training loop said it finished (Lightning, Hugging Face, own prints):
+    /// a collective after it has no partner on ranks that already left.
+    TrainingEnded => "training_ended",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)

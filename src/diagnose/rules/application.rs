@@ -15,6 +15,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(desync_report(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
+        out.extend(collective_after_the_end(ctx, hang));
+        out.extend(barrier_while_one_rank_works(ctx, hang));
         out.extend(stalled_ranks(ctx, hang));
     }
     out
@@ -156,6 +158,112 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             format!("rank {rank} timed out in a different collective at the same sequence number"),
         );
     }
+    Some(h)
+}
+
+/// The training loop said it finished, and then a rank timed out in a
+/// collective: the others had left, so that rank ran a collective nobody
+/// else did (an extra barrier in a rank-0-only checkpoint path, say).
+fn collective_after_the_end(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let end = job
+        .events
+        .iter()
+        .position(|e| e.kind == EventKind::TrainingEnded)?;
+    let after: Vec<usize> = (end + 1..job.events.len())
+        .filter(|&i| {
+            job.events[i].kind == EventKind::WatchdogTimeout
+                && job.events[i].origin.file == job.events[end].origin.file
+        })
+        .collect();
+    if after.is_empty() {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    h.support(
+        Source::Pattern,
+        0.4,
+        Some(end),
+        "the training loop had finished",
+    );
+    for &i in after.iter().take(4) {
+        h.ranks.extend(job.events[i].who.rank);
+        h.support(Source::Torch, 0.55, Some(i), "a rank still waited in a collective after training finished: the others never called it");
+    }
+    if h.ranks.is_empty() {
+        h.ranks.extend(hang.timed_out.iter().copied());
+    }
+    h.value("seq", hang.seq.map_or("?".into(), |s| s.to_string()));
+    h.value(
+        "detail",
+        format!(
+            "{} issued after the training loop ended",
+            hang.op.clone().unwrap_or_else(|| "a collective".into())
+        ),
+    );
+    Some(h)
+}
+
+/// Collectives this early and this small are barriers of set-up code; one
+/// timing out with no fault anywhere means a rank was busy outside them —
+/// in the common pattern, the main process (rank 0) preparing data,
+/// downloading or loading a checkpoint while the others waited.
+fn barrier_while_one_rank_works(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+    const EARLY_SEQ: i64 = 8;
+    let seq = hang.seq.filter(|&s| s <= EARLY_SEQ)?;
+    let tiny = |n: Option<i64>| n.is_some_and(|n| n <= 1);
+    let timeouts: Vec<usize> = ctx
+        .job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.kind == EventKind::WatchdogTimeout
+                && e.int("seq") == Some(seq)
+                && tiny(e.int("numel_in").or(e.int("numel_out")))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if timeouts.is_empty() || !hang.laggards.is_empty() {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    let silent: BTreeSet<u32> = hang.silent.iter().copied().collect();
+    let stuck = if !silent.is_empty() {
+        silent
+    } else if !hang.timed_out.contains(&0) {
+        BTreeSet::from([0])
+    } else {
+        BTreeSet::new()
+    };
+    for &i in timeouts.iter().take(3) {
+        h.support(
+            Source::Pattern,
+            0.45,
+            Some(i),
+            format!("a one-element collective (a barrier) #{seq} timed out: a rank was busy elsewhere, typically the main process doing set-up work alone"),
+        );
+    }
+    if let Some(&r) = stuck.iter().next() {
+        let info = ctx.job.ranks.get(&r);
+        h.host = info.and_then(|i| i.host.clone());
+        h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+    }
+    h.value(
+        "rank",
+        stuck
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    h.value(
+        "op",
+        hang.op.clone().unwrap_or_else(|| "the barrier".into()),
+    );
+    h.value("seq", seq.to_string());
+    h.value("pg", hang.pg.clone());
+    h.ranks = stuck;
     Some(h)
 }
 

@@ -17,6 +17,7 @@ const LOCAL_ONLY_IFACES: &[&str] = &[
 pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(verbs_failures(ctx));
+    out.extend(roce_retries_without_a_peer(ctx));
     out.extend(socket_failures(ctx));
     out.extend(config_mismatch(ctx));
     out
@@ -106,6 +107,64 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         );
     }
     hyps.into_values().collect()
+}
+
+/// Retry-exceeded completions on RoCE that no peer answered, with no sign of
+/// loss on the wire: before NCCL 2.21 picked the GID itself, index 0 (a
+/// link-local or RoCE v1 GID) made every connection to another host time out
+/// exactly like this, and setting NCCL_IB_GID_INDEX to the routable RoCE v2
+/// entry is the usual fix.
+fn roce_retries_without_a_peer(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let job = ctx.job;
+    if job.env.contains_key("NCCL_IB_GID_INDEX") || !on_roce(ctx) {
+        return None;
+    }
+    let auto_gid = job.nccl_versions.iter().any(|v| version_at_least(v, 2, 21));
+    if auto_gid {
+        return None;
+    }
+    let errors: Vec<EventIdx> = job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::IbCompletionError && e.int("status") == Some(12))
+        .filter(|(_, e)| {
+            e.text_field("peer")
+                .and_then(|p| job.host_of_addr(p))
+                .is_none()
+        })
+        .map(|(i, _)| i)
+        .take(4)
+        .collect();
+    let first = *errors.first()?;
+    let mut h = located(CauseKind::GidIndex, &job.events[first]);
+    for idx in errors {
+        h.ranks.extend(job.events[idx].who.rank);
+        h.support(Source::Nccl, 0.45, Some(idx), "transport retries exhausted on RoCE with no peer answering: the GID in use may not route");
+    }
+    h.value(
+        "detail",
+        "retry-exceeded completions on RoCE, NCCL_IB_GID_INDEX not set".to_string(),
+    );
+    Some(h)
+}
+
+/// RoCE, from NCCL's device list or a snapshot's link layer.
+fn on_roce(ctx: &Ctx<'_>) -> bool {
+    fabric_link_layer(ctx).as_deref() == Some("RoCE")
+        || ctx
+            .job
+            .ports
+            .iter()
+            .any(|p| p.link_layer.as_deref() == Some("Ethernet"))
+}
+
+fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
+    let mut parts = v
+        .split(['.', '+', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
 }
 
 /// IB or RoCE, when every NIC NCCL listed agrees.
