@@ -129,3 +129,44 @@ fn verdict_kinds_agree_with_the_known_truths() {
         );
     }
 }
+
+/// Wherever a thread showed the op or the stuck rank, the verdict names it:
+/// these are facts in the logs, whatever the cause.
+#[test]
+fn collective_and_stuck_rank_agree_with_the_labels() {
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for case in cases("logs") {
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(case.join("meta.json")).unwrap())
+                .unwrap();
+        let truth = &meta["truth"];
+        let (want_op, want_rank) = (truth["op"].as_str(), truth["stuck_rank"].as_u64());
+        if want_op.is_none() && want_rank.is_none() {
+            continue;
+        }
+        checked += 1;
+        let doc = common::analyze_to_json(&case);
+        let verdict = &doc["verdict"];
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        if let Some(op) = want_op {
+            let got = verdict["collective"]["op"].as_str();
+            if got != Some(op) {
+                wrong.push(format!("{name}: op {op} wanted, got {got:?}"));
+            }
+        }
+        if let Some(rank) = want_rank {
+            let stuck = verdict["stuck_ranks"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !stuck.iter().any(|r| r.as_u64() == Some(rank)) {
+                wrong.push(format!("{name}: stuck rank {rank} wanted, got {stuck:?}"));
+            }
+        }
+    }
+    if corpus().is_some() {
+        assert!(checked >= 15, "only {checked} labelled cases found");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -142,8 +142,15 @@ pub fn verdict_evidence(
     ctx: &Ctx<'_>,
     cause: Option<&Cause>,
     hang: Option<&Hang>,
+    collective_cited: Option<usize>,
 ) -> Vec<Evidence> {
     let mut out: Vec<Evidence> = cause.map(|c| c.evidence.clone()).unwrap_or_default();
+    if let Some(idx) = collective_cited {
+        let e = evidence_for(ctx, idx, "names the collective the rank was running");
+        if !out.iter().any(|o| o.file == e.file && o.line == e.line) {
+            out.push(e);
+        }
+    }
     if let Some(hang) = hang {
         let victims = hang
             .evidence

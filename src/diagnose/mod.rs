@@ -1,6 +1,7 @@
 //! Diagnose: from the joined job to the verdict — the stuck rank(s), the
 //! collective, and the ranked causes with their evidence.
 
+mod collective;
 mod counter_review;
 mod evidence;
 mod fabric_check;
@@ -44,18 +45,17 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     } else {
         select::stuck_ranks(&choice, hang.as_ref())
     };
-    let collective = hang.as_ref().filter(|_| !healthy).map(|h| Collective {
-        op: h.op.clone(),
-        seq: h.seq,
-        pg: Some(h.pg.clone()),
-    });
+    let named = collective::named(&ctx, hang.as_ref()).filter(|_| !healthy);
+    let collective_cited = named.as_ref().and_then(|n| n.cited);
+    let collective = named.map(|n| n.collective);
     let cause = (!healthy).then(|| evidence::to_cause(&ctx, &choice.best, hang.as_ref()));
     let alternatives = choice
         .alternatives
         .iter()
         .map(|h| evidence::to_cause(&ctx, h, hang.as_ref()))
         .collect();
-    let verdict_evidence = evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref());
+    let verdict_evidence =
+        evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref(), collective_cited);
     let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
     let (counters, fabric) = rules::fabric_review(&ctx, hang.as_ref());
     Diagnosis {

@@ -29,6 +29,8 @@ struct KnowledgeFile {
     xid: Vec<XidSpec>,
     #[serde(default)]
     mlx5: Mlx5Spec,
+    #[serde(default)]
+    torch_api: TorchApiSpec,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +52,13 @@ struct XidSpec {
     action: String,
     #[serde(default)]
     unit_word_decides: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TorchApiSpec {
+    #[serde(default)]
+    ops: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -161,6 +170,8 @@ pub struct Knowledge {
     xid_classes: BTreeMap<String, XidClass>,
     /// mlx5 firmware commands whose timeout means the firmware is wedged.
     wedged_commands: Vec<String>,
+    /// torch.distributed function name → the OpType its work carries.
+    torch_api_ops: BTreeMap<String, String>,
 }
 
 impl Knowledge {
@@ -237,6 +248,7 @@ impl Knowledge {
             xids,
             xid_classes,
             wedged_commands: raw.mlx5.wedged_command_timeouts,
+            torch_api_ops: raw.torch_api.ops,
             causes,
             consequences: ConsequenceRules {
                 exception_types: raw.consequences.exception_types,
@@ -253,6 +265,11 @@ impl Knowledge {
             nccl_result: table(raw.nccl_result),
             counters: CounterKnowledge::default(),
         })
+    }
+
+    /// The OpType of a torch.distributed function (`all_reduce` → `ALLREDUCE`).
+    pub fn torch_api_op(&self, function: &str) -> Option<&str> {
+        self.torch_api_ops.get(function).map(String::as_str)
     }
 
     pub fn cause(&self, kind: CauseKind) -> &CauseText {

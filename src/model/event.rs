@@ -228,6 +228,9 @@ event_kinds! {
     ProcessSignaled => "process_signaled",
     PythonTraceback => "python_traceback",
     PythonException => "python_exception",
+    /// A traceback frame inside torch.distributed's collective API
+    /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
+    C10dCall => "c10d_call",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
     /// The training loop said it finished (Lightning, Hugging Face, own prints):
