@@ -10,7 +10,7 @@ use crate::diagnose::{Diagnosis, diagnose};
 use crate::grammar::Grammar;
 use crate::grammar::knowledge::Knowledge;
 use crate::ingest::{IngestError, InputFile, discover};
-use crate::model::{Event, FileId, FileInfo, Job, Skipped, SysRecord, build::build};
+use crate::model::{Event, FileId, FileInfo, Job, PeerLink, Skipped, SysRecord, build::build};
 use crate::parse::FileParse;
 use crate::parse::archive::{Limits, Parsed, parse_input};
 use crate::timeline::Timeline;
@@ -56,7 +56,13 @@ impl Engine {
             .par_iter()
             .map(|f| parse_input(f, &self.grammar, self.limits))
             .collect();
-        let (files, events, records, mut skipped) = collect_parses(&found.files, parsed);
+        let Collected {
+            files,
+            events,
+            records,
+            links,
+            mut skipped,
+        } = collect_parses(&found.files, parsed);
         skipped.extend(found.skipped);
         skipped.sort();
         if files.iter().all(|f| f.lines == 0) && records.is_empty() {
@@ -70,6 +76,7 @@ impl Engine {
             files,
             events,
             records,
+            links,
             &self.knowledge.consequences,
         );
         job.skipped = skipped;
@@ -84,13 +91,15 @@ impl Engine {
     }
 }
 
-/// Everything the files yielded, in file order.
-type Collected = (Vec<FileInfo>, Vec<Event>, Vec<SysRecord>, Vec<Skipped>);
-
-/// The file table, all events in (file, line) order, the table records, and
-/// the files skipped.
+/// The file table, all events in (file, line) order, the table records, the
+/// channel links and the files skipped.
 fn collect_parses(inputs: &[InputFile], parsed: Vec<Parsed>) -> Collected {
-    let mut table = Table::default();
+    let mut table = Collected::default();
+    // One allocation for all events: growing by doubling would briefly hold
+    // the largest part of the job's memory twice.
+    table
+        .events
+        .reserve_exact(parsed.iter().map(Parsed::event_count).sum());
     for (input, p) in inputs.iter().zip(parsed) {
         match p {
             Parsed::File(parse) => table.add(input, parse),
@@ -102,20 +111,22 @@ fn collect_parses(inputs: &[InputFile], parsed: Vec<Parsed>) -> Collected {
             }
         }
     }
-    (table.files, table.events, table.records, table.skipped)
+    table
 }
 
-/// The file table as it is assembled: every parsed file (archive members
-/// included) gets the next id, and its events and records are re-pointed at it.
+/// Everything the files yielded, in file order, as it is assembled: every
+/// parsed file (archive members included) gets the next id, and its events,
+/// records and links are re-pointed at it.
 #[derive(Default)]
-struct Table {
+struct Collected {
     files: Vec<FileInfo>,
     events: Vec<Event>,
     records: Vec<SysRecord>,
+    links: Vec<PeerLink>,
     skipped: Vec<Skipped>,
 }
 
-impl Table {
+impl Collected {
     fn add(&mut self, input: &InputFile, mut p: FileParse) {
         let id = FileId(self.files.len() as u32);
         if let Some(reason) = p.skipped.take() {
@@ -142,6 +153,11 @@ impl Table {
             hints: input.hints.clone(),
             multiplexed: false,
         });
+        let base = self.events.len() as u32;
+        self.links.extend(p.links.into_iter().map(|l| PeerLink {
+            anchor: l.anchor + base,
+            ..l
+        }));
         self.events.extend(p.events.into_iter().map(|mut e| {
             e.origin.file = id;
             e

@@ -22,10 +22,13 @@ pub struct Pattern {
     pub level: Option<Level>,
     pub fallback: bool,
     pub scope: Scope,
+    /// Fields ignored when deciding a match only repeats an earlier one
+    /// (`None`: every match is kept).
+    pub repeats_differ_in: Option<Vec<Box<str>>>,
     regex: Regex,
     /// Kind of each named capture, in capture order.
-    captures: Vec<(Box<str>, FieldKind)>,
-    constants: Vec<(Box<str>, Value)>,
+    captures: Vec<(Arc<str>, FieldKind)>,
+    constants: Vec<(Arc<str>, Value)>,
     /// Sample lines with the fields they must yield (checked by the self-test).
     pub samples: Vec<(String, Fields)>,
     pub literals: Vec<String>,
@@ -145,15 +148,15 @@ impl Pattern {
     /// Runs the regex on `body` and extracts typed fields.
     pub fn try_match(&self, body: &[u8]) -> Option<Match<'_>> {
         let caps = self.regex.captures(body)?;
-        let mut fields = Fields::default();
+        let mut fields = Fields::with_capacity(caps.len() + self.constants.len());
         for (name, kind) in &self.captures {
             if let Some(m) = caps.name(name) {
                 let raw = String::from_utf8_lossy(m.as_bytes());
-                fields.insert(name, convert_field(*kind, &raw));
+                fields.insert_shared(name, convert_field(*kind, &raw));
             }
         }
         for (name, value) in &self.constants {
-            fields.insert(name, value.clone());
+            fields.insert_shared(name, value.clone());
         }
         Some(Match {
             pattern: self,
@@ -191,6 +194,15 @@ fn compile_pattern(
         source,
     })?;
     let captures = capture_kinds(&regex, &spec).map_err(fail)?;
+    if let Some(bad) = spec
+        .repeats_differ_in
+        .iter()
+        .find(|f| !captures.iter().any(|(n, _)| **n == ***f))
+    {
+        return Err(fail(format!(
+            "repeats_differ_in names `{bad}`, not a named capture of the regex"
+        )));
+    }
     let constants = spec
         .set
         .iter()
@@ -210,6 +222,12 @@ fn compile_pattern(
         kind,
         level,
         fallback: spec.fallback,
+        repeats_differ_in: (!spec.repeats_differ_in.is_empty()).then(|| {
+            spec.repeats_differ_in
+                .iter()
+                .map(|f| f.as_str().into())
+                .collect()
+        }),
         scope: spec.scope,
         regex,
         captures,
@@ -220,7 +238,7 @@ fn compile_pattern(
     })
 }
 
-fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Box<str>, FieldKind)>, String> {
+fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Arc<str>, FieldKind)>, String> {
     let names: Vec<&str> = regex.capture_names().flatten().collect();
     if let Some(unknown) = spec.fields.keys().find(|k| !names.contains(&k.as_str())) {
         return Err(format!(
@@ -231,7 +249,7 @@ fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Box<str>, Fie
         .iter()
         .map(|n| {
             (
-                Box::from(*n),
+                Arc::from(*n),
                 spec.fields.get(*n).copied().unwrap_or_default(),
             )
         })

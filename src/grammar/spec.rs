@@ -17,6 +17,9 @@
 //! fields = { peer = "10.0.0.2", peer_port = 4000, status = 12 }
 //! ```
 //!
+//! `repeats_differ_in = ["channel"]` drops a match that repeats an earlier
+//! one of the same pattern and process in every field but those.
+//!
 //! Order inside a file is priority: the first pattern whose regex matches a line
 //! wins; `fallback = true` patterns are tried only when no other pattern matched.
 
@@ -58,6 +61,12 @@ pub struct PatternSpec {
     pub set: BTreeMap<String, toml::Value>,
     #[serde(default)]
     pub fallback: bool,
+    /// Fields in which repeats of this line differ without saying anything
+    /// new (NCCL prints one `Channel NN` line per channel and peer): a match
+    /// from the same process equal to an earlier one in every other field is
+    /// counted but not kept, which keeps a 16k-rank job's events in memory.
+    #[serde(default)]
+    pub repeats_differ_in: Vec<String>,
     /// What the regex runs on: the `message` after all prefixes (default), or
     /// the whole `line` (for patterns about the prefix itself, like NCCL's
     /// `NCCL WARN` level word).

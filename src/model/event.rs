@@ -6,6 +6,9 @@
 
 use serde::Serialize;
 use std::fmt;
+use std::sync::Arc;
+
+use compact_str::CompactString;
 
 use super::time::RawTime;
 
@@ -84,7 +87,7 @@ impl Level {
 #[serde(untagged)]
 pub enum Value {
     Int(i64),
-    Text(Box<str>),
+    Text(CompactString),
 }
 
 impl Value {
@@ -97,7 +100,7 @@ impl Value {
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Value::Text(t) => Some(t),
+            Value::Text(t) => Some(t.as_str()),
             Value::Int(_) => None,
         }
     }
@@ -113,14 +116,25 @@ impl fmt::Display for Value {
 }
 
 /// Named fields of an event, kept sorted by name so output order is stable.
+/// Names are shared with the grammar pattern that produced them: a large job
+/// holds millions of events, and a name per field per event would dominate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fields(Vec<(Box<str>, Value)>);
+pub struct Fields(Vec<(Arc<str>, Value)>);
 
 impl Fields {
+    pub fn with_capacity(n: usize) -> Fields {
+        Fields(Vec::with_capacity(n))
+    }
+
     pub fn insert(&mut self, name: &str, value: Value) {
+        self.insert_shared(&Arc::from(name), value);
+    }
+
+    /// Inserts under a name the caller already holds (a pattern's capture).
+    pub fn insert_shared(&mut self, name: &Arc<str>, value: Value) {
         match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
             Ok(i) => self.0[i].1 = value,
-            Err(i) => self.0.insert(i, (name.into(), value)),
+            Err(i) => self.0.insert(i, (Arc::clone(name), value)),
         }
     }
 

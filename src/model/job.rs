@@ -148,10 +148,17 @@ pub struct Death {
 pub struct NetLink {
     pub src: u32,
     pub dst: u32,
-    pub transport: String,
-    /// The HCA index on the side that logged it.
-    pub net_dev: Option<u32>,
-    pub logged_by: u32,
+}
+
+/// One NCCL channel line reduced to the two ranks it connects. The process,
+/// transport and NIC are those of `anchor`: the channel event kept for the
+/// same process, transport and NIC (NCCL prints one line per channel and
+/// peer, millions in a large job; only their ends are new facts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerLink {
+    pub anchor: u32,
+    pub src: u32,
+    pub dst: u32,
 }
 
 #[derive(Debug, Default)]
@@ -176,7 +183,8 @@ pub struct Job {
     /// they still say which collective hung.
     pub anonymous_pg_states: BTreeMap<(String, FileId), PgRankState>,
     pub deaths: Vec<Death>,
-    pub links: BTreeSet<NetLink>,
+    /// Rank pairs NCCL connected, sorted and without repeats.
+    pub links: Vec<NetLink>,
     /// Files not read, or read only in part, and why.
     pub skipped: Vec<Skipped>,
     /// Counter readings from every dump, before and after.

@@ -12,8 +12,8 @@ pub mod time;
 pub use cause::CauseKind;
 pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
 pub use job::{
-    Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PgRankState,
-    RankInfo, Skipped,
+    Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,
+    PgRankState, RankInfo, Skipped,
 };
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,

@@ -5,14 +5,15 @@
 //! lines it hits are framed, decoded or matched. Every other line costs one pass
 //! of the automaton and a newline count.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
-use crate::grammar::{Grammar, PatternIdx};
+use crate::grammar::{Grammar, Pattern, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::{Event, Origin, RawTime, SysRecord, Value, Who};
+use crate::model::{Event, EventKind, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who};
 
 use super::frame::frame;
 use super::paste::unpaste;
@@ -36,6 +37,8 @@ pub struct FileParse {
     pub partial: Option<String>,
     /// Facts from table files (counters, snapshots, Flight Recorder).
     pub records: Vec<SysRecord>,
+    /// Every NCCL channel line's two ends; `anchor` indexes `events`.
+    pub links: Vec<PeerLink>,
 }
 
 /// Parses one input file with `grammar`.
@@ -195,6 +198,9 @@ struct Scanner<'a> {
     profile: &'a FileProfile,
     base_who: Who,
     candidates: Vec<PatternIdx>,
+    /// Kept matches of patterns that declare `repeats_differ_in`, by key,
+    /// with the index of the event kept for them.
+    seen_repeats: HashMap<Box<str>, u32>,
     out: FileParse,
 }
 
@@ -215,6 +221,7 @@ impl<'a> Scanner<'a> {
             profile,
             base_who,
             candidates: Vec::new(),
+            seen_repeats: HashMap::new(),
             out: FileParse::default(),
         }
     }
@@ -262,6 +269,21 @@ impl<'a> Scanner<'a> {
         };
         let mut who = framed.who;
         who.fill_from(&self.base_who);
+        self.out.matched_lines += 1;
+        let next = self.out.events.len() as u32;
+        let anchor = match repeat_key(m.pattern, &who, &m.fields) {
+            Some(key) => *self.seen_repeats.entry(key).or_insert(next),
+            None => next,
+        };
+        if m.pattern.kind == EventKind::NcclChannel
+            && let (Some(src), Some(dst)) = (m.fields.int("src"), m.fields.int("dst"))
+            && let (Ok(src), Ok(dst)) = (u32::try_from(src), u32::try_from(dst))
+        {
+            self.out.links.push(PeerLink { anchor, src, dst });
+        }
+        if anchor != next {
+            return;
+        }
         let text = evidence_text(line, &mut self.out.lossy_lines);
         let mut fields = m.fields;
         // Syslog lines that keep the kernel's own stamp carry both clocks.
@@ -271,7 +293,6 @@ impl<'a> Scanner<'a> {
         {
             fields.insert("uptime_us", Value::Int(up));
         }
-        self.out.matched_lines += 1;
         self.out.events.push(Event {
             kind: m.pattern.kind,
             pattern: m.pattern.id.clone(),
@@ -286,6 +307,23 @@ impl<'a> Scanner<'a> {
             text,
         });
     }
+}
+
+/// What makes a match of a `repeats_differ_in` pattern a new fact: the
+/// pattern, the process, and every field but the ones it may differ in.
+fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<str>> {
+    use std::fmt::Write;
+    let ignored = pattern.repeats_differ_in.as_ref()?;
+    let mut key = format!(
+        "{}|{:?}|{:?}|{:?}|{:?}",
+        pattern.id, who.host, who.pid, who.rank, who.local_rank
+    );
+    for (name, value) in fields.iter() {
+        if !ignored.iter().any(|i| **i == *name) {
+            let _ = write!(key, "|{name}={value}");
+        }
+    }
+    Some(key.into())
 }
 
 fn evidence_text(line: &[u8], lossy_lines: &mut u64) -> Box<str> {

@@ -12,7 +12,7 @@ mod identity;
 mod kernel;
 mod network;
 
-use super::{Event, FileInfo, Job, SysRecord};
+use super::{Event, FileInfo, Job, PeerLink, SysRecord};
 
 pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
@@ -23,6 +23,7 @@ pub fn build(
     files: Vec<FileInfo>,
     events: Vec<Event>,
     records: Vec<SysRecord>,
+    links: Vec<PeerLink>,
     rules: &ConsequenceRules,
 ) -> Job {
     let mut job = Job {
@@ -35,7 +36,7 @@ pub fn build(
     flight::synthesize(&mut job);
     counters::collect(&mut job);
     identity::resolve(&mut job);
-    network::collect(&mut job);
+    network::collect(&mut job, &links);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
     kernel::collect(&mut job);

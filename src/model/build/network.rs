@@ -3,7 +3,7 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
-use crate::model::{EventKind, Job, NetLink, NicInfo};
+use crate::model::{EventKind, Job, NetLink, NicInfo, PeerLink};
 
 /// One HCA in NCCL's `NET/IB : Using` list: ` [1]mlx5_3:1/IB` or, 2.23+ merged,
 /// ` [0] mlx5_0:1/IB` inside `[0]={…}`; 2.30 may add `:rail` / `::plane`.
@@ -14,7 +14,8 @@ static IB_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
 static SOCKET_IFACE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:\[\d+\])?(?P<iface>[\w.-]+):(?P<addr>[^<\s]+)<\d+>").unwrap());
 
-pub fn collect(job: &mut Job) {
+pub fn collect(job: &mut Job, links: &[PeerLink]) {
+    add_links(job, links);
     for i in 0..job.events.len() {
         let ev = &job.events[i];
         let host = ev.who.host.as_deref().map(str::to_string);
@@ -50,7 +51,6 @@ pub fn collect(job: &mut Job) {
                         .insert(format!("{}:{}", &c["iface"], &c["addr"]));
                 }
             }
-            EventKind::NcclChannel => add_link(job, i),
             EventKind::NcclVersion => {
                 if let Some(v) = ev.text_field("version").map(str::to_string) {
                     job.nccl_versions.insert(v.clone());
@@ -123,28 +123,30 @@ fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices:
     }
 }
 
-/// A `Channel … : a[..] -> b[..] [send] via NET/IB/1` line: rank a sends to b
-/// over the network; the HCA index belongs to the rank that logged the line.
-fn add_link(job: &mut Job, idx: usize) {
-    let ev = &job.events[idx];
-    let (Some(src), Some(dst)) = (ev.int("src"), ev.int("dst")) else {
-        return;
-    };
-    let (src, dst) = (src as u32, dst as u32);
-    let logged_by = ev.who.rank.unwrap_or(match ev.text_field("dir") {
-        Some("receive") => dst,
-        _ => src,
-    });
-    let net_dev = ev.int("net_dev").map(|d| d as u32);
-    let transport = ev.text_field("transport").unwrap_or("NET").to_string();
-    if let (Some(d), Some(info)) = (net_dev, job.ranks.get_mut(&logged_by)) {
-        info.net_devs_used.insert(d);
+/// `Channel … : a[..] -> b[..] [send] via NET/IB/1` lines: rank a sends to b;
+/// the HCA index belongs to the rank that logged the line.
+fn add_links(job: &mut Job, links: &[PeerLink]) {
+    for link in links {
+        let Some(ev) = job.events.get(link.anchor as usize) else {
+            continue;
+        };
+        let logged_by = ev.who.rank.unwrap_or(match ev.text_field("dir") {
+            Some("receive") => link.dst,
+            _ => link.src,
+        });
+        if let Some(d) = ev.int("net_dev").and_then(|d| u32::try_from(d).ok())
+            && let Some(info) = job.ranks.get_mut(&logged_by)
+        {
+            info.net_devs_used.insert(d);
+        }
     }
-    job.links.insert(NetLink {
-        src,
-        dst,
-        transport,
-        net_dev,
-        logged_by,
-    });
+    job.links = links
+        .iter()
+        .map(|l| NetLink {
+            src: l.src,
+            dst: l.dst,
+        })
+        .collect();
+    job.links.sort_unstable();
+    job.links.dedup();
 }
