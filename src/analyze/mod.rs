@@ -10,7 +10,7 @@ use crate::diagnose::{Diagnosis, diagnose};
 use crate::grammar::Grammar;
 use crate::grammar::knowledge::Knowledge;
 use crate::ingest::{IngestError, InputFile, discover};
-use crate::model::{Event, FileId, FileInfo, Job, PeerLink, Skipped, SysRecord, build::build};
+use crate::model::{Event, FileId, FileInfo, Job, PeerLink, Skipped, SysTables, build::build};
 use crate::parse::FileParse;
 use crate::parse::archive::{Limits, Parsed, parse_input};
 use crate::timeline::Timeline;
@@ -51,21 +51,16 @@ impl Engine {
     /// Analyses a job folder or a single log file.
     pub fn analyze(&self, path: &Path) -> Result<Analysis, AnalyzeError> {
         let found = discover(path)?;
-        let parsed: Vec<Parsed> = found
-            .files
-            .par_iter()
-            .map(|f| parse_input(f, &self.grammar, self.limits))
-            .collect();
         let Collected {
             files,
             events,
-            records,
+            tables,
             links,
             mut skipped,
-        } = collect_parses(&found.files, parsed);
+        } = self.parse_all(&found.files);
         skipped.extend(found.skipped);
         skipped.sort();
-        if files.iter().all(|f| f.lines == 0) && records.is_empty() {
+        if files.iter().all(|f| f.lines == 0) && tables.is_empty() {
             return Err(AnalyzeError::NoReadableInput {
                 path: path.to_path_buf(),
                 detail: describe_skips(&skipped),
@@ -75,7 +70,7 @@ impl Engine {
             display_root(path),
             files,
             events,
-            records,
+            tables,
             links,
             &self.knowledge.consequences,
         );
@@ -91,27 +86,35 @@ impl Engine {
     }
 }
 
-/// The file table, all events in (file, line) order, the table records, the
-/// channel links and the files skipped.
-fn collect_parses(inputs: &[InputFile], parsed: Vec<Parsed>) -> Collected {
-    let mut table = Collected::default();
-    // One allocation for all events: growing by doubling would briefly hold
-    // the largest part of the job's memory twice.
-    table
-        .events
-        .reserve_exact(parsed.iter().map(Parsed::event_count).sum());
-    for (input, p) in inputs.iter().zip(parsed) {
-        match p {
-            Parsed::File(parse) => table.add(input, parse),
-            Parsed::Archive { members, skipped } => {
-                for m in members {
-                    table.add(&m.file, m.parse);
+/// Files parsed in parallel per batch. Each batch is appended to the job's
+/// tables before the next is parsed, so the parsed-but-not-yet-merged copy of
+/// the input's facts never exceeds one batch.
+const PARSE_BATCH: usize = 256;
+
+impl Engine {
+    /// The file table, all events in (file, line) order, the table records,
+    /// the channel links and the files skipped.
+    fn parse_all(&self, inputs: &[InputFile]) -> Collected {
+        let mut table = Collected::default();
+        for batch in inputs.chunks(PARSE_BATCH) {
+            let parsed: Vec<Parsed> = batch
+                .par_iter()
+                .map(|f| parse_input(f, &self.grammar, self.limits))
+                .collect();
+            for (input, p) in batch.iter().zip(parsed) {
+                match p {
+                    Parsed::File(parse) => table.add(input, parse),
+                    Parsed::Archive { members, skipped } => {
+                        for m in members {
+                            table.add(&m.file, m.parse);
+                        }
+                        table.skipped.extend(skipped);
+                    }
                 }
-                table.skipped.extend(skipped);
             }
         }
+        table
     }
-    table
 }
 
 /// Everything the files yielded, in file order, as it is assembled: every
@@ -121,7 +124,7 @@ fn collect_parses(inputs: &[InputFile], parsed: Vec<Parsed>) -> Collected {
 struct Collected {
     files: Vec<FileInfo>,
     events: Vec<Event>,
-    records: Vec<SysRecord>,
+    tables: SysTables,
     links: Vec<PeerLink>,
     skipped: Vec<Skipped>,
 }
@@ -162,8 +165,9 @@ impl Collected {
             e.origin.file = id;
             e
         }));
-        self.records
-            .extend(p.records.into_iter().map(|r| r.with_file(id)));
+        for r in p.records {
+            self.tables.push(r.with_file(id));
+        }
     }
 }
 

@@ -17,6 +17,6 @@ pub use job::{
 };
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
-    FlightPgStatus, GidEntry, Phase, PortSnapshot, SourceLine, SysRecord,
+    FlightPgStatus, GidEntry, Phase, PortSnapshot, SourceLine, SysRecord, SysTables,
 };
 pub use time::RawTime;

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use compact_str::CompactString;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -37,10 +39,11 @@ pub enum CounterSource {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterReading {
     pub host: Option<String>,
-    /// HCA (`mlx5_3`) or netdev (`ens1f0`) the counter belongs to.
-    pub device: String,
+    /// HCA (`mlx5_3`) or netdev (`ens1f0`) the counter belongs to. (Short
+    /// strings are stored inline: a large job holds millions of readings.)
+    pub device: CompactString,
     pub port: Option<u32>,
-    pub name: String,
+    pub name: CompactString,
     pub value: u64,
     pub source: CounterSource,
     pub phase: Phase,
@@ -200,9 +203,38 @@ pub struct FlightDump {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SysRecord {
     Counter(CounterReading),
-    Port(PortSnapshot),
-    Gid(GidEntry),
-    Flight(FlightDump),
+    // Boxed: a large job holds millions of counter readings, and the enum is
+    // as large as its largest variant.
+    Port(Box<PortSnapshot>),
+    Gid(Box<GidEntry>),
+    Flight(Box<FlightDump>),
+}
+
+/// The table records of a whole job, by kind, as parsed files are merged.
+#[derive(Debug, Default)]
+pub struct SysTables {
+    pub counters: Vec<CounterReading>,
+    pub ports: Vec<PortSnapshot>,
+    pub gids: Vec<GidEntry>,
+    pub flight: Vec<FlightDump>,
+}
+
+impl SysTables {
+    pub fn push(&mut self, record: SysRecord) {
+        match record {
+            SysRecord::Counter(c) => self.counters.push(c),
+            SysRecord::Port(p) => self.ports.push(*p),
+            SysRecord::Gid(g) => self.gids.push(*g),
+            SysRecord::Flight(f) => self.flight.push(*f),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty()
+            && self.ports.is_empty()
+            && self.gids.is_empty()
+            && self.flight.is_empty()
+    }
 }
 
 impl SysRecord {

@@ -49,16 +49,6 @@ pub enum Parsed {
     },
 }
 
-impl Parsed {
-    /// How many events the file (or all the archive's members) yielded.
-    pub fn event_count(&self) -> usize {
-        match self {
-            Parsed::File(p) => p.events.len(),
-            Parsed::Archive { members, .. } => members.iter().map(|m| m.parse.events.len()).sum(),
-        }
-    }
-}
-
 /// Parses one input file, walking it if it is an archive.
 pub fn parse_input(file: &InputFile, grammar: &Grammar, limits: Limits) -> Parsed {
     let opened = File::open(&file.path).and_then(decompress);

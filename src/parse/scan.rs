@@ -155,6 +155,12 @@ fn parse_head_and_rest(
         }
     }
     scanner.out.stats = reader.stats();
+    // Each channel prints the same peers again: one link per pair is enough.
+    scanner
+        .out
+        .links
+        .sort_unstable_by_key(|l| (l.anchor, l.src, l.dst));
+    scanner.out.links.dedup();
     scanner.out
 }
 

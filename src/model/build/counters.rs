@@ -18,7 +18,7 @@ use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Pha
 /// (host, device, port): the place a counter belongs to.
 type PortKey = (Option<String>, String, Option<u32>);
 /// (host, device, port, counter name).
-type CounterKey = (Option<String>, String, Option<u32>, String);
+type CounterKey<'a> = (Option<&'a str>, &'a str, Option<u32>, &'a str);
 
 const BEFORE_WORDS: &[&str] = &[
     "before",
@@ -120,7 +120,7 @@ fn assign_time_phases(job: &mut Job) {
 }
 
 fn port_key(c: &CounterReading) -> PortKey {
-    (c.host.clone(), c.device.clone(), c.port)
+    (c.host.clone(), c.device.to_string(), c.port)
 }
 
 static NAME_DATE: LazyLock<Regex> = LazyLock::new(|| {
@@ -157,9 +157,14 @@ pub fn stamp_in_name(path: &str) -> Option<u64> {
 /// Pairs each counter's before and after readings. With several readings of
 /// one phase, the first before and the last after count.
 fn deltas(counters: &[CounterReading]) -> Vec<CounterDelta> {
-    let mut pairs: BTreeMap<CounterKey, (Option<usize>, Option<usize>)> = BTreeMap::new();
+    let mut pairs: BTreeMap<CounterKey<'_>, (Option<usize>, Option<usize>)> = BTreeMap::new();
     for (i, c) in counters.iter().enumerate() {
-        let key = (c.host.clone(), c.device.clone(), c.port, c.name.clone());
+        let key = (
+            c.host.as_deref(),
+            c.device.as_str(),
+            c.port,
+            c.name.as_str(),
+        );
         let slot = pairs.entry(key).or_default();
         match c.phase {
             Phase::Before if slot.0.is_none() => slot.0 = Some(i),
@@ -178,9 +183,9 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
     let width = a.width_bits.or(b.width_bits);
     let mut d = CounterDelta {
         host: a.host.clone(),
-        device: a.device.clone(),
+        device: a.device.to_string(),
         port: a.port,
-        name: a.name.clone(),
+        name: a.name.to_string(),
         source: a.source,
         width_bits: width,
         before: b.value,

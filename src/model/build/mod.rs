@@ -12,7 +12,7 @@ mod identity;
 mod kernel;
 mod network;
 
-use super::{Event, FileInfo, Job, PeerLink, SysRecord};
+use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
 pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
@@ -22,7 +22,7 @@ pub fn build(
     root: String,
     files: Vec<FileInfo>,
     events: Vec<Event>,
-    records: Vec<SysRecord>,
+    tables: SysTables,
     links: Vec<PeerLink>,
     rules: &ConsequenceRules,
 ) -> Job {
@@ -32,7 +32,10 @@ pub fn build(
         events,
         ..Job::default()
     };
-    sort_records(&mut job, records);
+    job.counters = tables.counters;
+    job.ports = tables.ports;
+    job.gids = tables.gids;
+    job.flight = tables.flight;
     flight::synthesize(&mut job);
     counters::collect(&mut job);
     identity::resolve(&mut job);
@@ -41,18 +44,6 @@ pub fn build(
     deaths::collect(&mut job, rules);
     kernel::collect(&mut job);
     job
-}
-
-/// Files the table parsers read, into the job's tables.
-fn sort_records(job: &mut Job, records: Vec<SysRecord>) {
-    for r in records {
-        match r {
-            SysRecord::Counter(c) => job.counters.push(c),
-            SysRecord::Port(p) => job.ports.push(p),
-            SysRecord::Gid(g) => job.gids.push(g),
-            SysRecord::Flight(f) => job.flight.push(f),
-        }
-    }
 }
 
 /// The short host name NCCL would print for a name that may be a FQDN.

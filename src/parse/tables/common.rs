@@ -96,9 +96,9 @@ impl TableCtx {
     pub fn counter(&self, at: CounterAt<'_>, value: u64, line: &Line<'_>) -> SysRecord {
         SysRecord::Counter(CounterReading {
             host: self.host.clone(),
-            device: at.device.to_string(),
+            device: at.device.into(),
             port: at.port,
-            name: at.name.to_string(),
+            name: at.name.into(),
             value,
             source: at.source,
             phase: Phase::Unknown,

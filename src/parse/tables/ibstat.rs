@@ -72,7 +72,7 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
 fn flush(port: &mut Option<PortSnapshot>, out: &mut TableParse) {
     if let Some(mut p) = port.take() {
         p.rate_placeholder = rate_is_placeholder(p.state.as_deref(), p.phys_state.as_deref());
-        out.records.push(SysRecord::Port(p));
+        out.records.push(SysRecord::Port(Box::new(p)));
     }
 }
 

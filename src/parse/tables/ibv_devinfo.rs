@@ -53,7 +53,8 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
             continue;
         }
         if let Some(c) = GID.captures(text) {
-            out.records.push(SysRecord::Gid(gid(ctx, line, &st, &c)));
+            out.records
+                .push(SysRecord::Gid(Box::new(gid(ctx, line, &st, &c))));
             continue;
         }
         let Some((key, value)) = key_value(text) else {
@@ -103,7 +104,7 @@ fn flush(port: &mut Option<PortSnapshot>, out: &mut TableParse) {
             return;
         }
         p.rate_placeholder = rate_is_placeholder(p.state.as_deref(), p.phys_state.as_deref());
-        out.records.push(SysRecord::Port(p));
+        out.records.push(SysRecord::Port(Box::new(p)));
     }
 }
 

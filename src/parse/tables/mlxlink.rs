@@ -190,7 +190,7 @@ fn flush(snap: &mut PortSnapshot, speed: &mut Option<String>, out: &mut TablePar
     }
     s.rate_gbps = speed.as_deref().and_then(|v| rate(v, s.width.as_deref()));
     s.rate_placeholder = rate_is_placeholder(s.state.as_deref(), s.phys_state.as_deref());
-    out.records.push(SysRecord::Port(s));
+    out.records.push(SysRecord::Port(Box::new(s)));
 }
 
 /// `100G` → 100; `IB-HDR` with `2X` → 100.

@@ -101,7 +101,7 @@ pub(crate) mod testing {
         t.records
             .iter()
             .filter_map(|r| match r {
-                SysRecord::Port(p) => Some(p),
+                SysRecord::Port(p) => Some(&**p),
                 _ => None,
             })
             .collect()
@@ -111,7 +111,7 @@ pub(crate) mod testing {
         t.records
             .iter()
             .filter_map(|r| match r {
-                SysRecord::Gid(g) => Some(g),
+                SysRecord::Gid(g) => Some(&**g),
                 _ => None,
             })
             .collect()
@@ -189,7 +189,7 @@ fn flight_dump(result: Result<crate::model::FlightDump, String>, file: &InputFil
                 line: 0,
             });
             TableParse {
-                records: vec![SysRecord::Flight(dump)],
+                records: vec![SysRecord::Flight(Box::new(dump))],
                 ..Default::default()
             }
         }

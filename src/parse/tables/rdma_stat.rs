@@ -93,7 +93,9 @@ fn parse_text(ctx: &TableCtx, lines: &[Line<'_>]) -> Parsed {
                 let (dev, port) = current.clone().unwrap_or_default();
                 out.table
                     .records
-                    .push(SysRecord::Port(link_snapshot(ctx, line, &words, dev, port)));
+                    .push(SysRecord::Port(Box::new(link_snapshot(
+                        ctx, line, &words, dev, port,
+                    ))));
                 continue;
             }
             &words[2..]

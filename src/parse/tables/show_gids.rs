@@ -30,7 +30,7 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
             continue;
         }
         match row(ctx, line) {
-            Some(g) => out.records.push(SysRecord::Gid(g)),
+            Some(g) => out.records.push(SysRecord::Gid(Box::new(g))),
             None => out.unparsed += 1,
         }
     }

@@ -61,8 +61,10 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
             out.unparsed += 1;
         }
     }
-    out.records.extend(ports.into_values().map(SysRecord::Port));
-    out.records.extend(gids.into_values().map(SysRecord::Gid));
+    out.records
+        .extend(ports.into_values().map(|p| SysRecord::Port(Box::new(p))));
+    out.records
+        .extend(gids.into_values().map(|g| SysRecord::Gid(Box::new(g))));
     out
 }
 
@@ -353,7 +355,7 @@ mod tests {
             .records
             .iter()
             .filter_map(|r| match r {
-                SysRecord::Gid(g) => Some(g),
+                SysRecord::Gid(g) => Some(&**g),
                 _ => None,
             })
             .collect();
