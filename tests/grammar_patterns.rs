@@ -12,7 +12,7 @@ fn check_pattern(id: &str) {
     let pattern = grammar
         .patterns()
         .iter()
-        .find(|p| &*p.id == id)
+        .find(|p| p.id == id)
         .expect("pattern exists");
     assert!(!pattern.samples.is_empty(), "{id} has no sample line");
     let failures = check_pattern_samples(grammar, pattern);

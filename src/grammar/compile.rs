@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::GrammarError;
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
-use crate::model::{EventKind, Fields, Level, Value};
+use crate::model::{EventKind, Fields, Level, Value, intern};
 
 /// Index of a pattern inside a [`Grammar`]; lower is tried first.
 pub type PatternIdx = u32;
@@ -15,7 +15,7 @@ pub type PatternIdx = u32;
 /// One compiled pattern.
 #[derive(Debug)]
 pub struct Pattern {
-    pub id: Arc<str>,
+    pub id: &'static str,
     pub title: String,
     pub source: Arc<str>,
     pub kind: EventKind,
@@ -27,8 +27,8 @@ pub struct Pattern {
     pub repeats_differ_in: Option<Vec<Box<str>>>,
     regex: Regex,
     /// Kind of each named capture, in capture order.
-    captures: Vec<(Arc<str>, FieldKind)>,
-    constants: Vec<(Arc<str>, Value)>,
+    captures: Vec<(&'static str, FieldKind)>,
+    constants: Vec<(&'static str, Value)>,
     /// Sample lines with the fields they must yield (checked by the self-test).
     pub samples: Vec<(String, Fields)>,
     pub literals: Vec<String>,
@@ -152,11 +152,11 @@ impl Pattern {
         for (name, kind) in &self.captures {
             if let Some(m) = caps.name(name) {
                 let raw = String::from_utf8_lossy(m.as_bytes());
-                fields.insert_shared(name, convert_field(*kind, &raw));
+                fields.insert(name, convert_field(*kind, &raw));
             }
         }
         for (name, value) in &self.constants {
-            fields.insert_shared(name, value.clone());
+            fields.insert(name, value.clone());
         }
         Some(Match {
             pattern: self,
@@ -206,7 +206,7 @@ fn compile_pattern(
     let constants = spec
         .set
         .iter()
-        .map(|(k, v)| toml_to_value(v).map(|v| (k.as_str().into(), v)))
+        .map(|(k, v)| toml_to_value(v).map(|v| (intern(k), v)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
     let samples = spec
@@ -216,7 +216,7 @@ fn compile_pattern(
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
     Ok(Pattern {
-        id: spec.id.as_str().into(),
+        id: intern(&spec.id),
         title: spec.title,
         source: source.clone(),
         kind,
@@ -238,7 +238,10 @@ fn compile_pattern(
     })
 }
 
-fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Arc<str>, FieldKind)>, String> {
+fn capture_kinds(
+    regex: &Regex,
+    spec: &PatternSpec,
+) -> Result<Vec<(&'static str, FieldKind)>, String> {
     let names: Vec<&str> = regex.capture_names().flatten().collect();
     if let Some(unknown) = spec.fields.keys().find(|k| !names.contains(&k.as_str())) {
         return Err(format!(
@@ -247,12 +250,7 @@ fn capture_kinds(regex: &Regex, spec: &PatternSpec) -> Result<Vec<(Arc<str>, Fie
     }
     Ok(names
         .iter()
-        .map(|n| {
-            (
-                Arc::from(*n),
-                spec.fields.get(*n).copied().unwrap_or_default(),
-            )
-        })
+        .map(|n| (intern(n), spec.fields.get(*n).copied().unwrap_or_default()))
         .collect())
 }
 
@@ -270,13 +268,13 @@ fn toml_to_value(v: &toml::Value) -> Result<Value, String> {
 fn sample_fields(map: &std::collections::BTreeMap<String, toml::Value>) -> Result<Fields, String> {
     let mut fields = Fields::default();
     for (k, v) in map {
-        fields.insert(k, toml_to_value(v)?);
+        fields.insert(intern(k), toml_to_value(v)?);
     }
     Ok(fields)
 }
 
 fn check_unique_ids(patterns: &[Pattern]) -> Result<(), GrammarError> {
-    let mut ids: Vec<(&str, &str)> = patterns.iter().map(|p| (&*p.id, p.file.as_str())).collect();
+    let mut ids: Vec<(&str, &str)> = patterns.iter().map(|p| (p.id, p.file.as_str())).collect();
     ids.sort_unstable();
     match ids.windows(2).find(|w| w[0].0 == w[1].0) {
         Some(w) => Err(GrammarError::Pattern {

@@ -6,7 +6,6 @@
 
 use serde::Serialize;
 use std::fmt;
-use std::sync::Arc;
 
 use compact_str::CompactString;
 
@@ -116,31 +115,27 @@ impl fmt::Display for Value {
 }
 
 /// Named fields of an event, kept sorted by name so output order is stable.
-/// Names are shared with the grammar pattern that produced them: a large job
-/// holds millions of events, and a name per field per event would dominate.
+/// Names are interned (`model::intern`): a large job holds millions of
+/// events, and a copy of each name per field per event would dominate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fields(Vec<(Arc<str>, Value)>);
+pub struct Fields(Vec<(&'static str, Value)>);
 
 impl Fields {
     pub fn with_capacity(n: usize) -> Fields {
         Fields(Vec::with_capacity(n))
     }
 
-    pub fn insert(&mut self, name: &str, value: Value) {
-        self.insert_shared(&Arc::from(name), value);
-    }
-
-    /// Inserts under a name the caller already holds (a pattern's capture).
-    pub fn insert_shared(&mut self, name: &Arc<str>, value: Value) {
-        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
+    /// Inserts under an interned name (a pattern's capture, a literal).
+    pub fn insert(&mut self, name: &'static str, value: Value) {
+        match self.0.binary_search_by(|(k, _)| (*k).cmp(name)) {
             Ok(i) => self.0[i].1 = value,
-            Err(i) => self.0.insert(i, (Arc::clone(name), value)),
+            Err(i) => self.0.insert(i, (name, value)),
         }
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0
-            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .binary_search_by(|(k, _)| (*k).cmp(name))
             .ok()
             .map(|i| &self.0[i].1)
     }
@@ -154,7 +149,7 @@ impl Fields {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.0.iter().map(|(k, v)| (&**k, v))
+        self.0.iter().map(|(k, v)| (*k, v))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -294,7 +289,7 @@ impl EventKind {
 pub struct Event {
     pub kind: EventKind,
     /// Id of the grammar pattern that matched (`nccl.ib_completion.v2_20`).
-    pub pattern: std::sync::Arc<str>,
+    pub pattern: &'static str,
     pub origin: Origin,
     pub who: Who,
     pub level: Level,

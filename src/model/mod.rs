@@ -4,6 +4,7 @@
 pub mod build;
 pub mod cause;
 pub mod event;
+pub mod intern;
 pub mod job;
 pub mod kernel;
 pub mod sys;
@@ -11,6 +12,7 @@ pub mod time;
 
 pub use cause::CauseKind;
 pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
+pub use intern::intern;
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,
     PgRankState, RankInfo, Skipped,

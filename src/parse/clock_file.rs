@@ -18,8 +18,6 @@
 //! time); the timeline applies it to the last boot of the kernel logs in the
 //! same folder.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, FixedOffset};
 
 use super::scan::FileParse;
@@ -77,7 +75,7 @@ fn event(
     let line_text = text.lines().nth(line).unwrap_or("").trim_end();
     Event {
         kind: EventKind::KernelBoot,
-        pattern: Arc::from(CLOCK_FILE_PATTERN),
+        pattern: CLOCK_FILE_PATTERN,
         origin: Origin {
             file: file.id,
             line: line as u64 + 1,

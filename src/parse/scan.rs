@@ -301,7 +301,7 @@ impl<'a> Scanner<'a> {
         }
         self.out.events.push(Event {
             kind: m.pattern.kind,
-            pattern: m.pattern.id.clone(),
+            pattern: m.pattern.id,
             origin: Origin {
                 file: self.file.id,
                 line: line_no,

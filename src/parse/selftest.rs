@@ -67,7 +67,7 @@ mod tests {
             .patterns()
             .iter()
             .filter(|p| p.samples.is_empty())
-            .map(|p| &*p.id)
+            .map(|p| p.id)
             .collect();
         assert!(bare.is_empty(), "patterns without samples: {bare:?}");
     }

@@ -71,8 +71,10 @@ pub fn trace_json(input: &ReportInput<'_>) -> String {
             }
             _ if is_instant(ev.kind, ev.level) => {
                 let scope = if ev.who.rank.is_some() { "t" } else { "p" };
-                out.push(json!({"name": ev.kind.name(), "cat": ev.pattern.as_ref(), "ph": "i", "s": scope,
-                    "ts": micros(t), "pid": pid, "tid": tid, "args": args}));
+                out.push(
+                    json!({"name": ev.kind.name(), "cat": ev.pattern, "ph": "i", "s": scope,
+                    "ts": micros(t), "pid": pid, "tid": tid, "args": args}),
+                );
             }
             _ => {}
         }

@@ -40,7 +40,7 @@ pub fn uptime_us(ev: &Event) -> Option<i64> {
 }
 
 fn is_clock_file(ev: &Event) -> bool {
-    &*ev.pattern == CLOCK_FILE_PATTERN
+    ev.pattern == CLOCK_FILE_PATTERN
 }
 
 /// Numbers the boots of every file and places uptime-only events on the wall
@@ -246,7 +246,7 @@ mod tests {
     fn ev(file: u32, line: u64, kind: EventKind, time: RawTime, text: &str) -> Event {
         Event {
             kind,
-            pattern: "kernel.test".into(),
+            pattern: "kernel.test",
             origin: Origin {
                 file: FileId(file),
                 line,
@@ -362,7 +362,7 @@ mod tests {
             RawTime::Local(wall(2025, 1, 17, 17, 0, 0)),
             "2025-01-17 17:00:00",
         );
-        clock.pattern = CLOCK_FILE_PATTERN.into();
+        clock.pattern = CLOCK_FILE_PATTERN;
         clock.fields.insert("uptime_us", Value::Int(0));
         let j = job(
             &["node5/dmesg.txt", "node5/boot_time", "node6/dmesg.txt"],

@@ -275,7 +275,7 @@ pub(super) mod tests {
     use crate::timeline::Timeline;
     use chrono::NaiveDate;
 
-    pub(crate) fn xid(code: i64, extra: &[(&str, Value)], time: RawTime) -> Event {
+    pub(crate) fn xid(code: i64, extra: &[(&'static str, Value)], time: RawTime) -> Event {
         let mut fields = Fields::default();
         fields.insert("xid", Value::Int(code));
         fields.insert("pci", Value::Text("0000:3b:00.0".into()));
@@ -284,7 +284,7 @@ pub(super) mod tests {
         }
         Event {
             kind: EventKind::KernelGpuXid,
-            pattern: "kernel.nvrm_xid".into(),
+            pattern: "kernel.nvrm_xid",
             origin: Origin {
                 file: crate::model::FileId(0),
                 line: 1,

@@ -361,14 +361,14 @@ mod tests {
 
     #[test]
     fn a_feature_is_a_whole_transport_name_or_a_declared_feature() {
-        let ev = |fields: &[(&str, &str)]| {
+        let ev = |fields: &[(&'static str, &str)]| {
             let mut f = crate::model::Fields::default();
             for (k, v) in fields {
                 f.insert(k, Value::Text((*v).into()));
             }
             Event {
                 kind: EventKind::NcclChannel,
-                pattern: "t".into(),
+                pattern: "t",
                 origin: crate::model::Origin {
                     file: crate::model::FileId(0),
                     line: 1,

@@ -83,7 +83,7 @@ fn status_event(
 ) -> Event {
     let mut fields = Fields::default();
     fields.insert("pg", Value::Text(st.pg_id.as_str().into()));
-    let mut put = |name: &str, v: Option<i64>| {
+    let mut put = |name: &'static str, v: Option<i64>| {
         if let Some(v) = v {
             fields.insert(name, Value::Int(v));
         }
@@ -117,7 +117,7 @@ fn status_event(
     }
     Event {
         kind: EventKind::FlightRecord,
-        pattern: "flight_recorder.pg_status".into(),
+        pattern: "flight_recorder.pg_status",
         origin,
         who: Who {
             rank: Some(rank),

@@ -102,7 +102,7 @@ fn attach_continuations(job: &mut Job) {
     const MAX_GAP: u64 = 4;
     let mut last: Option<(crate::model::FileId, u64, Value)> = None;
     for ev in &mut job.events {
-        if ev.kind == EventKind::KernelDeviceMap && &*ev.pattern == "kernel.nvrm_gpu_announce" {
+        if ev.kind == EventKind::KernelDeviceMap && ev.pattern == "kernel.nvrm_gpu_announce" {
             last = ev
                 .fields
                 .get("pci")
@@ -407,8 +407,8 @@ mod tests {
         line: u64,
         kind: EventKind,
         host: &str,
-        pattern: &str,
-        fields: &[(&str, Value)],
+        pattern: &'static str,
+        fields: &[(&'static str, Value)],
     ) -> Event {
         let mut f = Fields::default();
         for (k, v) in fields {
@@ -416,7 +416,7 @@ mod tests {
         }
         Event {
             kind,
-            pattern: pattern.into(),
+            pattern,
             origin: Origin {
                 file: FileId(1),
                 line,

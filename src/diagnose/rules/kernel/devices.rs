@@ -37,7 +37,7 @@ fn hca_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
         EventKind::KernelNicHealth => health_weight(ev),
         EventKind::KernelNicCmdError => command_weight(ctx, ev),
         EventKind::KernelCqeError => {
-            let w = match &*ev.pattern {
+            let w = match ev.pattern {
                 "kernel.mlx5_cq_error" => 0.4,
                 "kernel.mlx5_ib_wc_error" => 0.15,
                 _ => 0.25,
@@ -48,7 +48,7 @@ fn hca_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
             if ev.int("recovered") == Some(1) {
                 return None;
             }
-            let failed = &*ev.pattern == "kernel.mlx5e_reopen_failed";
+            let failed = ev.pattern == "kernel.mlx5e_reopen_failed";
             let what = if ev.text_field("direction") == Some("rx") {
                 "RX timeout"
             } else if failed {
@@ -188,7 +188,7 @@ fn gpu_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
 pub(super) fn gpu_message_heads(ctx: &Ctx<'_>, found: &mut Found) {
     for (&idx, place) in &ctx.job.kernel.places {
         let ev = &ctx.job.events[idx];
-        if &*ev.pattern != "kernel.nvrm_gpu_announce" {
+        if ev.pattern != "kernel.nvrm_gpu_announce" {
             continue;
         }
         let key = (CauseKind::GpuFault, place.host.clone(), place.pci.clone());
