@@ -1,6 +1,6 @@
 //! Compiling grammar files into one matcher.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::Regex;
 use std::sync::Arc;
 
@@ -306,8 +306,11 @@ fn build_prefilter(
             owners[slot].push(idx as PatternIdx);
         }
     }
+    // A full DFA: a few hundred literals make it small, and it scans every
+    // byte of the input, so its speed is the floor of the whole run.
     let ac = AhoCorasickBuilder::new()
         .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(&literals)
         .map_err(GrammarError::Prefilter)?;
     Ok((ac, owners))

@@ -206,7 +206,7 @@ struct Scanner<'a> {
     candidates: Vec<PatternIdx>,
     /// Kept matches of patterns that declare `repeats_differ_in`, by key,
     /// with the index of the event kept for them.
-    seen_repeats: HashMap<Box<str>, u32>,
+    seen_repeats: HashMap<Box<[u8]>, u32>,
     out: FileParse,
 }
 
@@ -317,19 +317,36 @@ impl<'a> Scanner<'a> {
 
 /// What makes a match of a `repeats_differ_in` pattern a new fact: the
 /// pattern, the process, and every field but the ones it may differ in.
-fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<str>> {
-    use std::fmt::Write;
+/// Names are interned, so their addresses identify them.
+fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<[u8]>> {
     let ignored = pattern.repeats_differ_in.as_ref()?;
-    let mut key = format!(
-        "{}|{:?}|{:?}|{:?}|{:?}",
-        pattern.id, who.host, who.pid, who.rank, who.local_rank
-    );
+    let mut key = Vec::with_capacity(96);
+    let mut word = |n: u64| key.extend_from_slice(&n.to_le_bytes());
+    word(pattern.id.as_ptr() as u64);
+    word(who.pid.map_or(u64::MAX, u64::from));
+    word(who.rank.map_or(u64::MAX, u64::from));
+    word(who.local_rank.map_or(u64::MAX, u64::from));
+    let host = who.host.as_deref().unwrap_or("");
+    key.extend_from_slice(&(host.len() as u64).to_le_bytes());
+    key.extend_from_slice(host.as_bytes());
     for (name, value) in fields.iter() {
-        if !ignored.iter().any(|i| **i == *name) {
-            let _ = write!(key, "|{name}={value}");
+        if ignored.iter().any(|i| **i == *name) {
+            continue;
+        }
+        key.extend_from_slice(&(name.as_ptr() as u64).to_le_bytes());
+        match value {
+            Value::Int(n) => {
+                key.push(1);
+                key.extend_from_slice(&n.to_le_bytes());
+            }
+            Value::Text(t) => {
+                key.push(2);
+                key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                key.extend_from_slice(t.as_bytes());
+            }
         }
     }
-    Some(key.into())
+    Some(key.into_boxed_slice())
 }
 
 fn evidence_text(line: &[u8], lossy_lines: &mut u64) -> Box<str> {
