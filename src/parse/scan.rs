@@ -363,3 +363,44 @@ fn evidence_text(line: &[u8], lossy_lines: &mut u64) -> Box<str> {
         None => text.into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FileId;
+
+    fn parse(text: &str) -> FileParse {
+        let file = InputFile {
+            id: FileId(0),
+            display: "nccl.node1.7".into(),
+            path: "nccl.node1.7".into(),
+            size: text.len() as u64,
+            hints: Default::default(),
+        };
+        parse_stream(text.as_bytes(), &file, &Grammar::builtin().unwrap())
+    }
+
+    #[test]
+    fn channel_lines_fold_into_one_event_per_transport_and_one_link_per_pair_nccl_2_19() {
+        let log = "\
+node1:7:9 [0] NCCL INFO Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared
+node1:7:9 [0] NCCL INFO Channel 01/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared
+node1:7:9 [0] NCCL INFO Channel 00/1 : 0[0] -> 16[0] [send] via NET/IB/0/GDRDMA/Shared
+node1:7:9 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM
+node1:8:9 [1] NCCL INFO Channel 00/1 : 1[1] -> 9[1] [send] via NET/IB/0/GDRDMA/Shared
+";
+        let p = parse(log);
+        let channel: Vec<&Event> = p
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::NcclChannel)
+            .collect();
+        // NET/IB of pid 7, P2P of pid 7, NET/IB of pid 8: the repeats on other
+        // channels and peers add nothing but their ends.
+        assert_eq!(channel.len(), 3, "{channel:#?}");
+        assert_eq!(p.matched_lines, 5);
+        let ends: Vec<(u32, u32, u32)> = p.links.iter().map(|l| (l.anchor, l.src, l.dst)).collect();
+        assert_eq!(ends, vec![(0, 0, 8), (0, 0, 16), (1, 1, 0), (2, 1, 9)]);
+        assert_eq!(channel[0].origin.line, 1, "the first line is the one kept");
+    }
+}
