@@ -192,3 +192,116 @@ fn bad_shards_are_usage_errors() {
         2
     );
 }
+
+/// What a job's truth blames, as the fleet view keys it.
+fn truth_entities(truth: &serde_json::Value) -> Vec<(String, String)> {
+    let c = &truth["cause"];
+    let Some(host) = c["host"].as_str() else {
+        return Vec::new();
+    };
+    let mut out = vec![("host".to_string(), host.to_string())];
+    if let Some(dev) = c["device"].as_str() {
+        let port = c["port"]
+            .as_u64()
+            .map_or(String::new(), |p| format!(" port {p}"));
+        out.push(("nic".into(), format!("{host} {dev}{port}")));
+    }
+    if let Some(gpu) = c["gpu_bus_id"].as_str() {
+        out.push(("gpu".into(), format!("{host} GPU {gpu}")));
+    }
+    out
+}
+
+/// Simulated jobs whose truths share a host, a NIC or a GPU: every entity two
+/// or more truths blame is a repeat offender in the fleet view, with those
+/// jobs, and no healthy job is blamed for anything.
+#[test]
+fn fleet_offenders_match_the_simulated_truth() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, truths, out) = (
+        tmp.path().join("root"),
+        tmp.path().join("truths"),
+        tmp.path().join("out"),
+    );
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&truths).unwrap();
+    let mut jobs = Vec::new();
+    for seed in ["1", "2"] {
+        for cause in ["link_flap", "packet_loss", "gpu_fault"] {
+            jobs.push((format!("{cause}-{seed}"), cause, seed));
+        }
+    }
+    jobs.push(("healthy-3".into(), "healthy", "3"));
+    for (id, cause, seed) in &jobs {
+        let job = truths.join(id);
+        let (code, text) = ncclpm(&[
+            "simulate",
+            "--cause",
+            cause,
+            "--ranks",
+            "16",
+            "--seed",
+            seed,
+            "--profile",
+            "small",
+            "-q",
+            job.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{text}");
+        // The truth stays outside the batch root, as it would in real life.
+        copy_tree(&job, &root.join(id));
+    }
+    let (code, text) = ncclpm(&[
+        "batch",
+        root.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{text}");
+
+    let mut want: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
+    for (id, _, _) in &jobs {
+        let truth: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(truths.join(format!("{id}.truth.json"))).unwrap(),
+        )
+        .unwrap();
+        for entity in truth_entities(&truth) {
+            want.entry(entity).or_default().push(id.clone());
+        }
+    }
+    let fleet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("fleet.json")).unwrap()).unwrap();
+    let offenders = fleet["offenders"].as_array().unwrap();
+    let repeated: Vec<_> = want.iter().filter(|(_, ids)| ids.len() >= 2).collect();
+    assert!(
+        repeated.iter().any(|((kind, _), _)| kind == "nic"),
+        "the scenario must repeat a NIC: {want:?}"
+    );
+    for ((kind, key), ids) in repeated {
+        let found = offenders
+            .iter()
+            .find(|o| o["kind"] == kind.as_str() && o["key"] == key.as_str())
+            .unwrap_or_else(|| panic!("{kind} {key} (blamed by {ids:?}) is no offender"));
+        let got: Vec<&str> = found["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j.as_str().unwrap())
+            .collect();
+        for id in ids {
+            assert!(
+                got.contains(&id.as_str()),
+                "{key}: {id} missing from {got:?}"
+            );
+        }
+    }
+    assert!(
+        offenders.iter().all(|o| !o["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j == "healthy-3")),
+        "a healthy job blames nothing"
+    );
+}

@@ -201,6 +201,25 @@ fn locate_on_suspect(
             ends.insert(link.src);
         }
     }
+    // Rail-optimised fabrics connect NIC i to NIC i: of the suspect's ranks
+    // linked to a reporter, those on a reporter's rail sat on its connection.
+    let rails: BTreeSet<u32> = reporter_ranks
+        .iter()
+        .filter_map(|r| job.ranks.get(r))
+        .flat_map(|i| i.net_devs_used.iter().copied())
+        .collect();
+    let on_rail: BTreeSet<u32> = ends
+        .iter()
+        .copied()
+        .filter(|r| {
+            job.ranks
+                .get(r)
+                .is_some_and(|i| i.net_devs_used.iter().any(|d| rails.contains(d)))
+        })
+        .collect();
+    if !on_rail.is_empty() {
+        ends = on_rail;
+    }
     if ends.is_empty()
         && let Some(hang) = hang
     {
