@@ -16,7 +16,7 @@ pub mod verdict;
 use std::collections::BTreeSet;
 
 use crate::grammar::knowledge::Knowledge;
-use crate::model::{EventKind, Job};
+use crate::model::{self, EventKind, Job};
 use crate::timeline::Timeline;
 
 pub use counter_review::CounterRow;
@@ -35,7 +35,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
     let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
-    let hyps = select::explain(hyps, &kb.explains);
+    let mut hyps = select::explain(hyps, &kb.explains);
+    hyps.iter_mut().for_each(|h| fill_port(job, h));
     let choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;
@@ -89,6 +90,39 @@ fn accounted_deaths(ctx: &Ctx<'_>) -> BTreeSet<u32> {
         .filter_map(|d| d.rank)
         .chain(culprits)
         .collect()
+}
+
+/// A cause placed on an HCA without its port gets the port when the HCA has
+/// only one that NCCL or the snapshots know of.
+fn fill_port(job: &Job, h: &mut hypothesis::Hypothesis) {
+    let (Some(host), Some(device), None) = (h.host.as_deref(), h.device.as_deref(), h.port) else {
+        return;
+    };
+    let from_nccl = job
+        .hosts
+        .get(host)
+        .and_then(|i| i.nics.get(device))
+        .and_then(|n| n.port);
+    let snapshot_ports: BTreeSet<u32> = job
+        .ports
+        .iter()
+        .filter(|p| p.device == device)
+        .filter(|p| {
+            p.host
+                .as_deref()
+                .map(model::build::short_host_of)
+                .as_deref()
+                == Some(host)
+        })
+        .filter_map(|p| p.port)
+        .collect();
+    h.port = from_nccl.or_else(|| {
+        let mut ports = snapshot_ports.iter();
+        match (ports.next(), ports.next()) {
+            (Some(&p), None) => Some(p),
+            _ => None,
+        }
+    });
 }
 
 /// Ranks that reported a NCCL or network error of their own.

@@ -8,10 +8,12 @@
 //! on the connections to the reporters (NCCL's channel lines).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv6Addr;
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, EventIdx, EventKind, Job};
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, EventIdx, EventKind, GidEntry, Job, SourceLine};
 
 use super::Ctx;
 
@@ -188,6 +190,32 @@ fn locate_on_suspect(
 ) {
     let job = ctx.job;
     let on_suspect = |r: u32| job.ranks.get(&r).and_then(|i| i.host.as_deref()) == Some(suspect);
+    if let Some(gid) = remote_gid_entry(ctx, reports, suspect) {
+        h.device = Some(gid.device.clone());
+        h.port = gid.port;
+        h.ranks.extend(job.ranks.iter().filter_map(|(&r, i)| {
+            let on_nic = i.nics().first().is_some_and(|n| n.0 == gid.device);
+            (on_suspect(r) && on_nic).then_some(r)
+        }));
+        if let Some(origin) = gid.origin {
+            h.support_table(
+                Source::Snapshot,
+                0.3,
+                SourceLine {
+                    origin,
+                    text: gid.text.clone(),
+                },
+                format!(
+                    "the failing connections' remote GID {} belongs to {} {} port {}",
+                    gid.ipv4.as_deref().unwrap_or(&gid.gid),
+                    suspect,
+                    gid.device,
+                    gid.port.map_or("?".into(), |p| p.to_string())
+                ),
+            );
+        }
+        return;
+    }
     let reporter_ranks: BTreeSet<u32> = reports
         .iter()
         .filter(|r| r.peer_host.as_deref() == Some(suspect))
@@ -236,6 +264,27 @@ fn locate_on_suspect(
         h.port = dev.1;
     }
     h.ranks.extend(ends);
+}
+
+/// The suspect's GID table entry that the reporters' `remoteGid` names: the
+/// exact HCA and port at the far end of the failing connections (NCCL 2.19+
+/// prints the GIDs; `show_gids` or sysfs gives the table).
+fn remote_gid_entry<'j>(ctx: &Ctx<'j>, reports: &[Report], suspect: &str) -> Option<&'j GidEntry> {
+    let remote: BTreeSet<Ipv6Addr> = reports
+        .iter()
+        .filter(|r| r.peer_host.as_deref() == Some(suspect))
+        .filter_map(|r| ctx.job.events[r.idx].text_field("remote_gid"))
+        .filter_map(|g| g.parse().ok())
+        .collect();
+    let mut found = ctx.job.gids.iter().filter(|g| {
+        g.host.as_deref().map(short_host_of).as_deref() == Some(suspect)
+            && g.gid.parse::<Ipv6Addr>().is_ok_and(|a| remote.contains(&a))
+    });
+    let first = found.next()?;
+    // Two HCAs with one GID would be a misconfiguration: no answer then.
+    found
+        .all(|g| g.device == first.device && g.port == first.port)
+        .then_some(first)
 }
 
 /// Where an async event happened: host, HCA, port, and whether it is a device fault.
