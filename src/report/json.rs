@@ -125,6 +125,11 @@ pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
     }
 }
 
+/// The document as one line of JSON (what the HTML report embeds).
+pub fn to_compact_string(doc: &Document<'_>) -> String {
+    serde_json::to_string(doc).expect("report document serializes")
+}
+
 /// The document as pretty JSON with a final newline.
 pub fn to_string(doc: &Document<'_>) -> String {
     let mut s = serde_json::to_string_pretty(doc).expect("report document serializes");
