@@ -212,6 +212,8 @@ event_kinds! {
     HeartbeatStuck => "heartbeat_stuck",
     DumpSignal => "dump_signal",
     CollectiveMismatch => "collective_mismatch",
+    /// `ProcessGroupNCCL environments: TORCH_…: v, …` (torch 2.2+ at INFO).
+    TorchEnvSettings => "torch_env_settings",
     /// A line of the desync debug report (TORCH_NCCL_DESYNC_DEBUG=1), which
     /// names the lagging ranks itself.
     DesyncReport => "desync_report",

@@ -2,6 +2,8 @@
 //! Field order is fixed by these structs; maps are sorted; no clock is
 //! recorded, so the same input gives the same bytes.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -64,6 +66,9 @@ pub struct JobFacts {
     pub nccl_versions: Vec<String>,
     /// The PyTorch version, when a log states it.
     pub torch_version: Option<String>,
+    /// `NCCL_*` and `TORCH_*` settings the logs show, each with every value
+    /// seen (two values for one name: ranks ran with different settings).
+    pub settings: BTreeMap<String, Vec<String>>,
     /// Files read (archive members count one each).
     pub files: usize,
     /// Bytes read, after decompression.
@@ -100,6 +105,11 @@ pub fn document<'a>(input: &ReportInput<'a>) -> Document<'a> {
             nccl_version: job.nccl_versions.iter().next_back().cloned(),
             nccl_versions: job.nccl_versions.iter().cloned().collect(),
             torch_version: job.torch_version.clone(),
+            settings: job
+                .env
+                .iter()
+                .map(|(name, values)| (name.clone(), values.keys().cloned().collect()))
+                .collect(),
             files: job.files.len(),
             bytes: job.files.iter().map(|f| f.bytes).sum(),
             lines: job.files.iter().map(|f| f.lines).sum(),

@@ -11,6 +11,7 @@ mod flight;
 mod identity;
 mod kernel;
 mod network;
+mod settings;
 
 use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
@@ -40,6 +41,7 @@ pub fn build(
     counters::collect(&mut job);
     identity::resolve(&mut job);
     network::collect(&mut job, &links);
+    settings::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
     kernel::collect(&mut job);

@@ -59,22 +59,6 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
                     }
                 }
             }
-            EventKind::NcclEnvSetting => {
-                let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value"))
-                else {
-                    continue;
-                };
-                let who = rank
-                    .map(|r| format!("rank {r}"))
-                    .or(host)
-                    .unwrap_or_else(|| "?".into());
-                job.env
-                    .entry(name.to_string())
-                    .or_default()
-                    .entry(value.to_string())
-                    .or_default()
-                    .insert(who);
-            }
             _ => {}
         }
     }

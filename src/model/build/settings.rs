@@ -1,0 +1,74 @@
+//! The settings a job ran with, as its logs show them: `NCCL_*` from NCCL's
+//! ENV lines, `TORCH_*` from ProcessGroupNCCL's environment line.
+
+use crate::model::{Event, EventKind, Job};
+
+pub fn collect(job: &mut Job) {
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for ev in &job.events {
+        match ev.kind {
+            EventKind::NcclEnvSetting => {
+                if let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value")) {
+                    seen.push((name.to_string(), value.to_string(), who(ev)));
+                }
+            }
+            EventKind::TorchEnvSettings => {
+                let list = ev.text_field("settings").unwrap_or("");
+                seen.extend(
+                    torch_settings(list).map(|(n, v)| (n.to_string(), v.to_string(), who(ev))),
+                );
+            }
+            _ => {}
+        }
+    }
+    for (name, value, who) in seen {
+        job.env
+            .entry(name)
+            .or_default()
+            .entry(value)
+            .or_default()
+            .insert(who);
+    }
+}
+
+/// Who printed a setting: its rank, else its host.
+fn who(ev: &Event) -> String {
+    ev.who
+        .rank
+        .map(|r| format!("rank {r}"))
+        .or_else(|| ev.who.host.as_deref().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The `TORCH_*: value` pairs of `NCCL version: 2.20.5, TORCH_X: 1, …`.
+fn torch_settings(list: &str) -> impl Iterator<Item = (&str, &str)> {
+    list.split(", ").filter_map(|pair| {
+        let (name, value) = pair.split_once(": ")?;
+        let name = name.trim();
+        (name.starts_with("TORCH_")
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'))
+        .then_some((name, value.trim()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::torch_settings;
+
+    #[test]
+    fn torch_2_5_environment_line_yields_its_torch_settings() {
+        let list = "NCCL version: 2.20.5, TORCH_NCCL_ASYNC_ERROR_HANDLING: 1, \
+                    TORCH_DISTRIBUTED_DEBUG: OFF, TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: 480";
+        let got: Vec<_> = torch_settings(list).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+                ("TORCH_DISTRIBUTED_DEBUG", "OFF"),
+                ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "480"),
+            ]
+        );
+    }
+}
