@@ -187,3 +187,30 @@ fn nothing_is_written_outside_the_output_folder() {
         .collect();
     assert_eq!(before, after);
 }
+
+/// A log still being written when it is read: appended to, and cut short,
+/// between the listing and the reading. What was there is used; the report
+/// says the file moved under the reader.
+#[test]
+fn a_file_that_changes_while_read_is_used_and_reported() {
+    use ncclpm::grammar::Grammar;
+    use ncclpm::parse::archive::{Limits, Parsed, parse_input};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (growing, shrinking) = (tmp.path().join("rank0.log"), tmp.path().join("rank1.log"));
+    std::fs::write(&growing, format!("{WARN}\n")).unwrap();
+    std::fs::write(&shrinking, format!("{WARN}\n{WARN}\n")).unwrap();
+    let listed = ncclpm::ingest::discover(tmp.path()).unwrap().files;
+    std::fs::write(&growing, format!("{WARN}\n{WARN}\n{WARN}\n")).unwrap();
+    std::fs::write(&shrinking, format!("{WARN}\n")).unwrap();
+
+    let grammar = Grammar::builtin().unwrap();
+    for (file, how, events) in [(&listed[0], "grew", 3), (&listed[1], "shrank", 1)] {
+        let Parsed::File(p) = parse_input(file, &grammar, Limits::default()) else {
+            panic!("a plain file");
+        };
+        let note = p.partial.clone().unwrap_or_default();
+        assert!(note.contains(how), "{}: {note:?}", file.display);
+        assert_eq!(p.events.len(), events, "{}", file.display);
+    }
+}

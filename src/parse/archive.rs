@@ -65,7 +65,11 @@ pub fn parse_input(file: &InputFile, grammar: &Grammar, limits: Limits) -> Parse
     let mut stream = Budgeted::new(stream, &budget, limits.max_decompressed);
     let head = read_head(&mut stream);
     let Some(kind) = archive_kind(&head.bytes) else {
-        return Parsed::File(parse_with_head(head, stream, file, grammar));
+        let mut parse = parse_with_head(head, stream, file, grammar);
+        if compression == Compression::None {
+            note_change_while_read(&mut parse, file);
+        }
+        return Parsed::File(parse);
     };
     let mut walker = Walker {
         grammar,
@@ -92,6 +96,22 @@ pub fn parse_input(file: &InputFile, grammar: &Grammar, limits: Limits) -> Parse
         members: walker.members,
         skipped: walker.skipped,
     }
+}
+
+/// A log still being written (a job killed mid-flush, a live NFS copy) is
+/// read as far as it went; the report says the file moved under the reader.
+fn note_change_while_read(parse: &mut FileParse, file: &InputFile) {
+    let read = parse.stats.bytes;
+    if parse.skipped.is_some() || parse.partial.is_some() || read == file.size {
+        return;
+    }
+    let now = std::fs::metadata(&file.path).map(|m| m.len()).ok();
+    let how = if read < file.size { "shrank" } else { "grew" };
+    parse.partial = Some(format!(
+        "the file {how} while it was read ({} bytes when listed, {read} read{}); the lines read are used",
+        file.size,
+        now.map_or(String::new(), |n| format!(", {n} now"))
+    ));
 }
 
 struct Walker<'a> {
