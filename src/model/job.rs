@@ -225,6 +225,16 @@ impl Job {
             .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
     }
 
+    /// The host an event came from: its own host tag, else its rank's host.
+    pub fn host_of_event<'a>(&'a self, ev: &'a Event) -> Option<&'a str> {
+        ev.who.host.as_deref().or_else(|| {
+            ev.who
+                .rank
+                .and_then(|r| self.ranks.get(&r))
+                .and_then(|r| r.host.as_deref())
+        })
+    }
+
     /// Ranks in the world, from the largest communicator or every rank seen.
     pub fn all_ranks(&self) -> Vec<u32> {
         match self.world_size {

@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod config;
 mod fabric;
 mod gpu;
 mod kernel;
@@ -33,6 +34,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(gpu::hypotheses(ctx));
     out.extend(network::hypotheses(ctx, hang));
     out.extend(setup::hypotheses(ctx));
+    out.extend(config::config_mismatch(ctx));
     out.extend(application::hypotheses(ctx, hang));
     out.extend(fabric::hypotheses(ctx, hang));
     out.extend(kernel::hypotheses(ctx));

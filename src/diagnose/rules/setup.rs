@@ -1,6 +1,5 @@
-//! Set-up faults: verbs calls that fail (memlock, GID index, cross-rail),
-//! sockets that cannot connect (interface, firewall), and hosts configured
-//! differently from each other.
+//! Set-up faults: verbs calls that fail (memlock, GID index, cross-rail) and
+//! sockets that cannot connect (interface, firewall).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,7 +18,6 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     out.extend(verbs_failures(ctx));
     out.extend(roce_retries_without_a_peer(ctx));
     out.extend(socket_failures(ctx));
-    out.extend(config_mismatch(ctx));
     out
 }
 
@@ -339,104 +337,4 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
         }
     }
     out
-}
-
-/// Different NCCL versions, transports or NCCL_* settings across the job.
-fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let job = ctx.job;
-    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    let mut details = Vec::new();
-    if job.nccl_versions.len() > 1 {
-        let versions: Vec<_> = job.nccl_versions.iter().cloned().collect();
-        details.push(format!("NCCL versions {}", versions.join(" and ")));
-        for idx in first_of_each(ctx, EventKind::NcclVersion, "version") {
-            h.support(
-                Source::Nccl,
-                0.7,
-                Some(idx),
-                "ranks run different NCCL versions",
-            );
-        }
-    }
-    let nets = first_of_each(ctx, EventKind::NcclNetSelected, "network");
-    if nets.len() > 1 {
-        details.push("some ranks use IB, others sockets".into());
-        for idx in nets {
-            h.support(
-                Source::Nccl,
-                0.6,
-                Some(idx),
-                "ranks chose different network transports",
-            );
-        }
-    }
-    for (idx, ev) in job
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.kind == EventKind::BootstrapError)
-        .take(64)
-    {
-        match ev.text_field("error") {
-            Some("version mismatch") => {
-                details.push("NCCL versions differ between peers".into());
-                h.support(
-                    Source::Nccl,
-                    0.8,
-                    Some(idx),
-                    "NCCL itself saw a version mismatch with a peer",
-                );
-            }
-            Some("socket type mismatch") => {
-                details.push("one side of a connection uses IB, the other sockets".into());
-                h.support(
-                    Source::Nccl,
-                    0.6,
-                    Some(idx),
-                    "the two ends of a connection expected different transports",
-                );
-            }
-            _ => {}
-        }
-    }
-    details.dedup();
-    for (name, values) in &job.env {
-        if values.len() > 1 && !name.ends_with("_FILE") {
-            details.push(format!(
-                "{name} = {}",
-                values.keys().cloned().collect::<Vec<_>>().join(" / ")
-            ));
-            if let Some(idx) = job.events.iter().position(|e| {
-                e.kind == EventKind::NcclEnvSetting && e.text_field("name") == Some(name.as_str())
-            }) {
-                h.support(
-                    Source::Nccl,
-                    0.45,
-                    Some(idx),
-                    format!("{name} differs between ranks"),
-                );
-            }
-        }
-    }
-    if h.support.is_empty() {
-        return None;
-    }
-    h.value("detail", details.join("; "));
-    Some(h)
-}
-
-/// The first event of each distinct value of `field` for `kind`.
-fn first_of_each(ctx: &Ctx<'_>, kind: EventKind, field: &str) -> Vec<EventIdx> {
-    let mut seen = BTreeSet::new();
-    ctx.job
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.kind == kind)
-        .filter_map(|(i, e)| {
-            e.text_field(field)
-                .filter(|v| seen.insert(v.to_string()))
-                .map(|_| i)
-        })
-        .collect()
 }

@@ -17,6 +17,7 @@ use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
 pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
+pub use settings::nccl_version_of;
 
 /// Builds the job model from the file table and all events in (file, line) order.
 pub fn build(

@@ -51,14 +51,6 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
                         .insert(format!("{}:{}", &c["iface"], &c["addr"]));
                 }
             }
-            EventKind::NcclVersion => {
-                if let Some(v) = ev.text_field("version").map(str::to_string) {
-                    job.nccl_versions.insert(v.clone());
-                    if let Some(h) = host {
-                        job.hosts.entry(h).or_default().nccl_versions.insert(v);
-                    }
-                }
-            }
             _ => {}
         }
     }

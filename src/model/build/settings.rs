@@ -1,9 +1,45 @@
 //! The settings a job ran with, as its logs show them: `NCCL_*` from NCCL's
-//! ENV lines, `TORCH_*` from ProcessGroupNCCL's environment line.
+//! ENV lines, `TORCH_*` from ProcessGroupNCCL's environment line, and the
+//! NCCL release of every host.
 
 use crate::model::{Event, EventKind, Job};
 
 pub fn collect(job: &mut Job) {
+    collect_versions(job);
+    collect_env(job);
+}
+
+/// The NCCL release an event states. NCCL prints its banner on rank 0 only,
+/// so the other hosts' releases come from PyTorch: its error lines end in
+/// `, NCCL version X` and its environment line starts with it.
+pub fn nccl_version_of(ev: &Event) -> Option<&str> {
+    match ev.kind {
+        EventKind::NcclVersion | EventKind::NcclErrorReport => ev.text_field("version"),
+        EventKind::TorchEnvSettings => ev
+            .text_field("settings")?
+            .split(", ")
+            .find_map(|pair| pair.trim().strip_prefix("NCCL version: "))
+            .map(|v| v.split(['+', ' ']).next().unwrap_or(v)),
+        _ => None,
+    }
+}
+
+fn collect_versions(job: &mut Job) {
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    for ev in &job.events {
+        if let Some(v) = nccl_version_of(ev).filter(|v| !v.is_empty()) {
+            seen.push((v.to_string(), job.host_of_event(ev).map(str::to_string)));
+        }
+    }
+    for (version, host) in seen {
+        job.nccl_versions.insert(version.clone());
+        if let Some(h) = host {
+            job.hosts.entry(h).or_default().nccl_versions.insert(version);
+        }
+    }
+}
+
+fn collect_env(job: &mut Job) {
     let mut seen: Vec<(String, String, String)> = Vec::new();
     for ev in &job.events {
         match ev.kind {

@@ -1,0 +1,282 @@
+//! Hosts configured differently from the rest of the job: another NCCL
+//! release, another network transport, other NCCL_* settings.
+//!
+//! The culprit is the set of hosts that differ. Most of the time that is the
+//! minority; when the job splits evenly (two hosts, one each way) the logs
+//! still lean one way: a setting someone wrote (`… set by environment to`)
+//! deviates from a host that left the default, a socket transport is NCCL's
+//! fallback from IB, and otherwise rank 0's host — where the job's launch
+//! environment comes from — is the reference.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::nccl_version_of;
+use crate::model::{CauseKind, EventIdx, EventKind, Job};
+
+use super::Ctx;
+
+/// A setting not printed by a host that printed others.
+const UNSET: &str = "(not set)";
+
+/// One thing hosts can differ in, and what each host had.
+struct Axis {
+    what: String,
+    /// value → hosts that had it.
+    hosts: BTreeMap<String, BTreeSet<String>>,
+    /// value → the first line that shows it.
+    first: BTreeMap<String, EventIdx>,
+    weight: f64,
+    /// A value that is the deviation when the job splits evenly.
+    deviant: fn(&str) -> bool,
+}
+
+impl Axis {
+    fn new(what: impl Into<String>, weight: f64, deviant: fn(&str) -> bool) -> Axis {
+        Axis {
+            what: what.into(),
+            hosts: BTreeMap::new(),
+            first: BTreeMap::new(),
+            weight,
+            deviant,
+        }
+    }
+
+    fn add(&mut self, value: &str, host: &str, idx: Option<EventIdx>) {
+        self.hosts
+            .entry(value.to_string())
+            .or_default()
+            .insert(host.to_string());
+        if let Some(idx) = idx {
+            self.first.entry(value.to_string()).or_insert(idx);
+        }
+    }
+
+    fn differs(&self) -> bool {
+        self.hosts.len() > 1
+    }
+
+    /// The hosts that differ from the rest, and whether a majority decided it.
+    fn odd_hosts(&self, reference: Option<&str>) -> Option<(BTreeSet<String>, bool)> {
+        if !self.differs() {
+            return None;
+        }
+        let largest = self.hosts.values().map(BTreeSet::len).max()?;
+        let majority: Vec<&String> = self
+            .hosts
+            .iter()
+            .filter(|(_, h)| h.len() == largest)
+            .map(|(v, _)| v)
+            .collect();
+        let others = |keep: &dyn Fn(&str) -> bool| -> BTreeSet<String> {
+            self.hosts
+                .iter()
+                .filter(|(v, _)| keep(v))
+                .flat_map(|(_, h)| h.iter().cloned())
+                .collect()
+        };
+        if let [one] = majority[..] {
+            return Some((others(&|v| v != one.as_str()), true));
+        }
+        let deviants = others(&|v| (self.deviant)(v));
+        if !deviants.is_empty() && deviants.len() < self.host_count() {
+            return Some((deviants, false));
+        }
+        let reference = reference?;
+        let odd = others(&|v| !self.hosts[v].contains(reference));
+        (!odd.is_empty()).then_some((odd, false))
+    }
+
+    fn host_count(&self) -> usize {
+        self.hosts.values().map(BTreeSet::len).sum()
+    }
+}
+
+fn never(_: &str) -> bool {
+    false
+}
+
+fn is_socket(network: &str) -> bool {
+    network.eq_ignore_ascii_case("socket")
+}
+
+fn is_set(value: &str) -> bool {
+    value != UNSET
+}
+
+/// Different NCCL releases, transports or NCCL_* settings across the job.
+pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let axes = axes(job);
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    let mut details = Vec::new();
+    for axis in axes.iter().filter(|a| a.differs()) {
+        details.push(describe(axis));
+        for &idx in axis.first.values() {
+            let source = match job.events[idx].kind {
+                EventKind::NcclErrorReport | EventKind::TorchEnvSettings => Source::Torch,
+                _ => Source::Nccl,
+            };
+            h.support(
+                source,
+                axis.weight,
+                Some(idx),
+                format!("the hosts differ in {}", axis.what),
+            );
+        }
+    }
+    peer_mismatches(job, &mut h, &mut details);
+    if axes[0].differs() {
+        truncated_bootstrap(job, &mut h);
+    }
+    if h.support.is_empty() {
+        return None;
+    }
+    place(job, &axes, &mut h);
+    details.dedup();
+    h.value("detail", details.join("; "));
+    Some(h)
+}
+
+/// The NCCL release, the transport, then each NCCL_* setting, per host.
+fn axes(job: &Job) -> Vec<Axis> {
+    let mut version = Axis::new("NCCL release", 0.7, never);
+    let mut network = Axis::new("network transport", 0.6, is_socket);
+    let mut env: BTreeMap<String, Axis> = BTreeMap::new();
+    let mut env_hosts = BTreeSet::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        let Some(host) = job.host_of_event(ev) else {
+            continue;
+        };
+        if let Some(v) = nccl_version_of(ev) {
+            version.add(v, host, Some(idx));
+        }
+        match ev.kind {
+            EventKind::NcclNetSelected => {
+                if let Some(n) = ev.text_field("network") {
+                    network.add(n, host, Some(idx));
+                }
+            }
+            EventKind::NcclEnvSetting => {
+                let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value"))
+                else {
+                    continue;
+                };
+                env_hosts.insert(host.to_string());
+                if !name.ends_with("_FILE") {
+                    env.entry(name.to_string())
+                        .or_insert_with(|| Axis::new(name, 0.45, is_set))
+                        .add(value, host, Some(idx));
+                }
+            }
+            _ => {}
+        }
+    }
+    for axis in env.values_mut() {
+        let with: BTreeSet<String> = axis.hosts.values().flatten().cloned().collect();
+        for host in env_hosts.difference(&with) {
+            axis.add(UNSET, host, None);
+        }
+    }
+    let mut out = vec![version, network];
+    out.extend(env.into_values());
+    out
+}
+
+fn describe(axis: &Axis) -> String {
+    let values: Vec<String> = axis
+        .hosts
+        .iter()
+        .map(|(v, hosts)| format!("{v} on {}", host_list(hosts)))
+        .collect();
+    format!("{}: {}", axis.what, values.join(", "))
+}
+
+fn host_list(hosts: &BTreeSet<String>) -> String {
+    let mut names: Vec<&str> = hosts.iter().take(3).map(String::as_str).collect();
+    if hosts.len() > 3 {
+        names.push("…");
+    }
+    format!("{} host(s) ({})", hosts.len(), names.join(", "))
+}
+
+/// Culprit hosts and ranks from the strongest axis that singles some out:
+/// an axis decided by a majority before one decided by a tie-break.
+fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) {
+    let reference = job.ranks.get(&0).and_then(|r| r.host.as_deref());
+    let mut best: Option<(bool, usize, BTreeSet<String>)> = None;
+    for (order, axis) in axes.iter().enumerate() {
+        let Some((odd, by_majority)) = axis.odd_hosts(reference) else {
+            continue;
+        };
+        let better = best
+            .as_ref()
+            .is_none_or(|(m, o, _)| (by_majority, std::cmp::Reverse(order)) > (*m, std::cmp::Reverse(*o)));
+        if better {
+            best = Some((by_majority, order, odd));
+        }
+    }
+    let Some((_, _, odd)) = best else { return };
+    let mut ranks: BTreeSet<u32> = BTreeSet::new();
+    for host in &odd {
+        if let Some(info) = job.hosts.get(host) {
+            ranks.extend(info.ranks.iter().copied());
+        }
+    }
+    h.host = odd
+        .iter()
+        .min_by_key(|host| job.hosts.get(*host).and_then(|i| i.ranks.first().copied()))
+        .cloned();
+    h.ranks = ranks;
+}
+
+/// NCCL's own complaints that a peer runs another release or transport.
+fn peer_mismatches(job: &Job, h: &mut Hypothesis, details: &mut Vec<String>) {
+    for (idx, ev) in job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::BootstrapError)
+        .take(64)
+    {
+        match ev.text_field("error") {
+            Some("version mismatch") => {
+                details.push("NCCL versions differ between peers".into());
+                h.support(
+                    Source::Nccl,
+                    0.8,
+                    Some(idx),
+                    "NCCL itself saw a version mismatch with a peer",
+                );
+            }
+            Some("socket type mismatch") => {
+                details.push("one side of a connection uses IB, the other sockets".into());
+                h.support(
+                    Source::Nccl,
+                    0.6,
+                    Some(idx),
+                    "the two ends of a connection expected different transports",
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Bootstrap messages change size between releases: with mixed releases a
+/// `Message truncated` is the mismatch showing, not a defect of one release.
+fn truncated_bootstrap(job: &Job, h: &mut Hypothesis) {
+    let truncated = job.events.iter().position(|e| {
+        e.kind == EventKind::BootstrapError
+            && e.text_field("error")
+                .is_some_and(|t| t.starts_with("Message truncated"))
+    });
+    if let Some(idx) = truncated {
+        h.support(
+            Source::Nccl,
+            0.7,
+            Some(idx),
+            "a bootstrap message had another size than expected: peers on different NCCL releases",
+        );
+    }
+}
