@@ -23,38 +23,137 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
 }
 
 /// PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) caught a mismatch.
+/// Every rank reports its own fingerprint and one it disagrees with; the
+/// ranks whose own fingerprint differs from most others' are the culprits.
 fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
-    for (idx, ev) in ctx
-        .job
+    let job = ctx.job;
+    let reports: Vec<(usize, &crate::model::Event)> = job
         .events
         .iter()
         .enumerate()
         .filter(|(_, e)| e.kind == EventKind::CollectiveMismatch)
-        .take(6)
-    {
-        h.ranks.extend(ev.int("rank_a").map(|r| r as u32));
-        h.ranks.extend(ev.int("rank_b").map(|r| r as u32));
-        let side = |r: &str, c: &str| match (ev.int(r), ev.text_field(c)) {
-            (Some(rank), Some(coll)) => Some(format!("rank {rank} runs {coll}")),
-            _ => None,
-        };
-        let sides: Vec<String> = [
-            side("rank_a", "collective_a"),
-            side("rank_b", "collective_b"),
-        ]
-        .into_iter()
-        .flatten()
         .collect();
-        h.value("detail", sides.join(", while "));
-        h.support(
-            Source::Torch,
-            0.85,
-            Some(idx),
-            "PyTorch detected that ranks run different collectives",
-        );
+    let first = reports.first()?.0;
+    // rank → (its fingerprint, the report that says so); a rank's own line wins.
+    let mut runs: BTreeMap<u32, (&str, usize)> = BTreeMap::new();
+    for &(idx, ev) in &reports {
+        if let (Some(r), Some(c)) = (ev.int("rank_a"), ev.text_field("collective_a")) {
+            runs.insert(r as u32, (c, idx));
+        }
     }
-    (!h.support.is_empty()).then_some(h)
+    for &(idx, ev) in &reports {
+        if let (Some(r), Some(c)) = (ev.int("rank_b"), ev.text_field("collective_b")) {
+            runs.entry(r as u32).or_insert((c, idx));
+        }
+    }
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    let odd = odd_fingerprints(&runs);
+    match &odd {
+        Some((culprits, majority)) => {
+            for (rank, (coll, idx)) in runs.iter().filter(|(r, _)| culprits.contains(r)) {
+                h.ranks.insert(*rank);
+                if h.support.len() < 4 {
+                    h.support(
+                        Source::Torch,
+                        0.85,
+                        Some(*idx),
+                        format!("rank {rank} runs a different collective from the others"),
+                    );
+                }
+                h.value(
+                    "detail",
+                    format!(
+                        "rank {rank} runs {}, while the others run {}",
+                        short_fingerprint(coll),
+                        short_fingerprint(majority)
+                    ),
+                );
+            }
+            if let Some(seq) = fingerprint_field(majority, "SequenceNumber") {
+                h.value("seq", seq.to_string());
+            }
+        }
+        None => {
+            for &(_, ev) in reports.iter().take(6) {
+                h.ranks.extend(ev.int("rank_a").map(|r| r as u32));
+                h.ranks.extend(ev.int("rank_b").map(|r| r as u32));
+                let side = |r: &str, c: &str| match (ev.int(r), ev.text_field(c)) {
+                    (Some(rank), Some(coll)) => Some(format!("rank {rank} runs {coll}")),
+                    _ => None,
+                };
+                let sides: Vec<String> = [
+                    side("rank_a", "collective_a"),
+                    side("rank_b", "collective_b"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                h.value("detail", sides.join(", while "));
+            }
+            h.support(
+                Source::Torch,
+                0.85,
+                Some(first),
+                "PyTorch detected that ranks run different collectives",
+            );
+        }
+    }
+    on_the_one_rank(job, &mut h);
+    Some(h)
+}
+
+/// A cause that lies with one rank sits on its host and GPU.
+fn on_the_one_rank(job: &crate::model::Job, h: &mut Hypothesis) {
+    if let [rank] = h.ranks.iter().copied().collect::<Vec<_>>()[..] {
+        let info = job.ranks.get(&rank);
+        h.host = info.and_then(|i| i.host.clone());
+        h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+    }
+}
+
+/// The ranks whose fingerprint differs from the one most ranks share, when
+/// at least three ranks are known and one fingerprint is the clear majority.
+fn odd_fingerprints(runs: &BTreeMap<u32, (&str, usize)>) -> Option<(BTreeSet<u32>, String)> {
+    if runs.len() < 3 {
+        return None;
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (coll, _) in runs.values() {
+        *counts.entry(coll).or_default() += 1;
+    }
+    let top = *counts.values().max()?;
+    let leaders: Vec<&str> = counts
+        .iter()
+        .filter(|(_, n)| **n == top)
+        .map(|(c, _)| *c)
+        .collect();
+    let [majority] = leaders[..] else {
+        return None;
+    };
+    let odd: BTreeSet<u32> = runs
+        .iter()
+        .filter(|(_, (c, _))| *c != majority)
+        .map(|(r, _)| *r)
+        .collect();
+    (!odd.is_empty() && odd.len() * 2 < runs.len()).then(|| (odd, majority.to_string()))
+}
+
+/// A fingerprint without its long tensor-options tail.
+fn short_fingerprint(fingerprint: &str) -> &str {
+    fingerprint
+        .split(", TensorDeviceTypes")
+        .next()
+        .unwrap_or(fingerprint)
+}
+
+/// `SequenceNumber=2953` in `CollectiveFingerPrint(SequenceNumber=2953, OpType=…`.
+fn fingerprint_field<'a>(fingerprint: &'a str, name: &str) -> Option<&'a str> {
+    let at = fingerprint.find(&format!("{name}="))? + name.len() + 1;
+    let rest = &fingerprint[at..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(rest.len());
+    Some(&rest[..end]).filter(|v| !v.is_empty())
 }
 
 /// The desync debug report names the laggards itself: ranks that never
@@ -113,30 +212,42 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     // A rank whose watchdog raised an error prints no op or size: it ran
     // nothing different, it just said less.
-    let known: BTreeMap<u32, &(Option<String>, Option<i64>)> = hang
+    // Torch before 2.0 prints no sizes: the op alone must then decide.
+    let ops: BTreeSet<&String> = hang
+        .sizes
+        .values()
+        .filter_map(|(op, _)| op.as_ref())
+        .collect();
+    let known: BTreeMap<u32, (Option<String>, Option<i64>)> = hang
         .sizes
         .iter()
-        .filter(|(_, (op, n))| op.is_some() && n.is_some())
-        .map(|(r, k)| (*r, k))
+        .filter(|(_, (op, n))| op.is_some() && (ops.len() > 1 || n.is_some()))
+        .map(|(r, (op, n))| (*r, (op.clone(), n.filter(|_| ops.len() == 1))))
         .collect();
-    let kinds: BTreeSet<_> = known.values().collect();
-    if kinds.len() < 2 {
+    let mut counts: BTreeMap<&(Option<String>, Option<i64>), usize> = BTreeMap::new();
+    for k in known.values() {
+        *counts.entry(k).or_default() += 1;
+    }
+    if counts.len() < 2 {
         return None;
     }
-    let majority: (Option<String>, Option<i64>) = (**kinds
-        .iter()
-        .max_by_key(|k| known.values().filter(|v| **v == ***k).count())?)
-    .clone();
+    let top = *counts.values().max()?;
+    let leaders: Vec<_> = counts.iter().filter(|(_, n)| **n == top).collect();
+    // An even split names no minority.
+    let [(majority, _)] = leaders[..] else {
+        return None;
+    };
+    let majority = (*majority).clone();
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     h.value("seq", hang.seq.map(|s| s.to_string()).unwrap_or_default());
     let fmt = |k: &(Option<String>, Option<i64>)| {
-        format!(
-            "{} of {} elements",
-            k.0.clone().unwrap_or_else(|| "?".into()),
-            k.1.map_or("?".into(), |n| n.to_string())
-        )
+        let op = k.0.clone().unwrap_or_else(|| "?".into());
+        match k.1 {
+            Some(n) => format!("{op} of {n} elements"),
+            None => op,
+        }
     };
-    for (rank, k) in known.iter().filter(|(_, k)| ***k != majority) {
+    for (rank, k) in known.iter().filter(|(_, k)| **k != majority) {
         h.ranks.insert(*rank);
         h.value(
             "detail",
@@ -158,6 +269,7 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             format!("rank {rank} timed out in a different collective at the same sequence number"),
         );
     }
+    on_the_one_rank(ctx.job, &mut h);
     Some(h)
 }
 
@@ -340,4 +452,43 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         }
     }
     Some(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // torch 2.x TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints.
+    const ALLREDUCE: &str = "CollectiveFingerPrint(SequenceNumber=2953, OpType=ALLREDUCE, TensorShape=[1], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default)))";
+    const ALLGATHER: &str = "CollectiveFingerPrint(SequenceNumber=2953, OpType=_ALLGATHER_BASE, TensorShape=[1], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default)))";
+
+    #[test]
+    fn the_rank_whose_fingerprint_differs_from_most_is_odd() {
+        let mut runs = BTreeMap::new();
+        for r in 0..6 {
+            runs.insert(r, (if r == 4 { ALLGATHER } else { ALLREDUCE }, 0));
+        }
+        let (odd, majority) = odd_fingerprints(&runs).unwrap();
+        assert_eq!(odd, BTreeSet::from([4]));
+        assert_eq!(majority, ALLREDUCE);
+        assert_eq!(fingerprint_field(&majority, "SequenceNumber"), Some("2953"));
+        assert_eq!(
+            fingerprint_field(ALLGATHER, "OpType"),
+            Some("_ALLGATHER_BASE")
+        );
+        assert!(!short_fingerprint(ALLGATHER).contains("TensorDeviceTypes"));
+    }
+
+    #[test]
+    fn two_ranks_or_an_even_split_name_no_odd_rank() {
+        let two = BTreeMap::from([(0, (ALLREDUCE, 0)), (1, (ALLGATHER, 1))]);
+        assert!(odd_fingerprints(&two).is_none());
+        let even = BTreeMap::from([
+            (0, (ALLREDUCE, 0)),
+            (1, (ALLGATHER, 1)),
+            (2, (ALLREDUCE, 2)),
+            (3, (ALLGATHER, 3)),
+        ]);
+        assert!(odd_fingerprints(&even).is_none());
+    }
 }

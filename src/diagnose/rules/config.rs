@@ -209,9 +209,9 @@ fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) {
         let Some((odd, by_majority)) = axis.odd_hosts(reference) else {
             continue;
         };
-        let better = best
-            .as_ref()
-            .is_none_or(|(m, o, _)| (by_majority, std::cmp::Reverse(order)) > (*m, std::cmp::Reverse(*o)));
+        let better = best.as_ref().is_none_or(|(m, o, _)| {
+            (by_majority, std::cmp::Reverse(order)) > (*m, std::cmp::Reverse(*o))
+        });
         if better {
             best = Some((by_majority, order, odd));
         }

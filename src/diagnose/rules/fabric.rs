@@ -22,6 +22,11 @@ use super::Ctx;
 /// Supports kept per hypothesis (the strongest).
 const MAX_SUPPORT: usize = 8;
 
+/// Sequence numbers up to this are still the job's set-up collectives.
+const SETUP_SEQ: i64 = 2;
+/// What a GID finding is worth once collectives have run past set-up.
+const LATE_GID_FACTOR: f64 = 0.3;
+
 type Place = (CauseKind, Option<String>, String, Option<u32>);
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
@@ -72,8 +77,15 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
+    let ran_collectives = hang.and_then(|h| h.seq).is_some_and(|s| s > SETUP_SEQ);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
-        add_finding(&mut by_place, ctx.job, f, &stuck);
+        let mut f = f.clone();
+        if ran_collectives && f.cause == CauseKind::GidIndex {
+            // A GID that does not route fails the first connection; a job
+            // that ran thousands of collectives was not stopped by it.
+            f.weight *= LATE_GID_FACTOR;
+        }
+        add_finding(&mut by_place, ctx.job, &f, &stuck);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
     for h in &mut out {

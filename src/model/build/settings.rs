@@ -34,7 +34,11 @@ fn collect_versions(job: &mut Job) {
     for (version, host) in seen {
         job.nccl_versions.insert(version.clone());
         if let Some(h) = host {
-            job.hosts.entry(h).or_default().nccl_versions.insert(version);
+            job.hosts
+                .entry(h)
+                .or_default()
+                .nccl_versions
+                .insert(version);
         }
     }
 }
