@@ -7,6 +7,8 @@
 //! SIGTERM to survivors): such a rank is a victim. Which exception types and
 //! messages mean that is data (`grammars/knowledge.toml`).
 
+use std::collections::BTreeSet;
+
 use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RawTime};
 
 use super::short_host;
@@ -214,37 +216,66 @@ fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
 }
 
 /// ChildFailedError blocks: a `Root Cause` / `Failures:` header followed by
-/// indented `field : value` lines, each line its own event.
-fn child_failed_blocks(job: &Job) -> Vec<Death> {
+/// indented `field : value` lines, each line its own event. `Failures:` lists
+/// one `[i]:` entry per worker; a field seen twice starts the next entry.
+pub(super) fn child_failed_blocks(job: &Job) -> Vec<Death> {
     let mut out = Vec::new();
-    let mut current: Option<(Death, u64)> = None;
+    let mut current: Option<Entry> = None;
     for (idx, ev) in job.events.iter().enumerate() {
         match ev.kind {
             EventKind::ChildFailedRoot => {
-                out.extend(current.take().map(|(d, _)| d).filter(|d| d.rank.is_some()));
-                let mut d = death(ev, idx, DeathKind::ExitCode, String::new());
-                d.rank = None;
-                d.host = None;
-                d.pid = None;
-                current = Some((d, ev.origin.line));
+                out.extend(current.take().and_then(Entry::finish));
+                current = Some(Entry::new(ev, idx));
             }
             EventKind::ChildFailedField => {
-                let Some((d, last_line)) = current.as_mut() else {
+                let Some(entry) = current.as_mut() else {
                     continue;
                 };
-                let same_file = job.events[d.evidence[0]].origin.file == ev.origin.file;
-                if !same_file || ev.origin.line > *last_line + 12 {
+                let root = entry.death.evidence[0];
+                let same_file = job.events[root].origin.file == ev.origin.file;
+                if !same_file || ev.origin.line > entry.last_line + 12 {
                     continue;
                 }
-                *last_line = ev.origin.line;
-                d.evidence.push(idx);
-                apply_child_field(d, ev);
+                let field = ev.text_field("field").unwrap_or("");
+                if !entry.fields.insert(field.to_string()) {
+                    let next = Entry::new(&job.events[root], root);
+                    out.extend(std::mem::replace(entry, next).finish());
+                    entry.fields.insert(field.to_string());
+                }
+                entry.last_line = ev.origin.line;
+                entry.death.evidence.push(idx);
+                apply_child_field(&mut entry.death, ev);
             }
             _ => {}
         }
     }
-    out.extend(current.map(|(d, _)| d).filter(|d| d.rank.is_some()));
+    out.extend(current.and_then(Entry::finish));
     out
+}
+
+/// One worker's entry of a ChildFailedError block, as it is read.
+struct Entry {
+    death: Death,
+    last_line: u64,
+    fields: BTreeSet<String>,
+}
+
+impl Entry {
+    fn new(root: &Event, idx: EventIdx) -> Entry {
+        let mut death = death(root, idx, DeathKind::ExitCode, String::new());
+        death.rank = None;
+        death.host = None;
+        death.pid = None;
+        Entry {
+            death,
+            last_line: root.origin.line,
+            fields: BTreeSet::new(),
+        }
+    }
+
+    fn finish(self) -> Option<Death> {
+        self.death.rank.is_some().then_some(self.death)
+    }
 }
 
 fn apply_child_field(d: &mut Death, ev: &Event) {

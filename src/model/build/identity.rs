@@ -15,8 +15,17 @@ type HostPid = (String, u32);
 
 pub fn resolve(job: &mut Job) {
     job.world_size = world_size(job);
-    let by_pid = pid_ranks(job);
-    let by_local = local_ranks(job, &by_pid);
+    let summaries = failure_summaries(job);
+    let mut by_pid = pid_ranks(job);
+    let mut by_local = local_ranks(job, &by_pid);
+    for s in summaries {
+        if let Some(pid) = s.pid {
+            by_pid.entry((s.host.clone(), pid)).or_insert(s.rank);
+        }
+        if let Some(local) = s.local_rank {
+            by_local.entry((s.host, local)).or_insert(s.rank);
+        }
+    }
     let task_is_rank = tasks_are_ranks(job);
     for ev in &mut job.events {
         if ev.who.rank.is_some() {
@@ -47,6 +56,35 @@ fn world_size(job: &Job) -> Option<u32> {
         .filter_map(|e| e.int("nranks"))
         .max()
         .map(|n| n as u32)
+}
+
+/// One failed worker as torchrun's ChildFailedError summary names it.
+struct FailedWorker {
+    host: String,
+    pid: Option<u32>,
+    rank: u32,
+    local_rank: Option<u32>,
+}
+
+/// The summary ties a worker's host, pid, rank and local rank together: the
+/// only place that does for a rank that died before NCCL said who it was.
+fn failure_summaries(job: &Job) -> Vec<FailedWorker> {
+    super::deaths::child_failed_blocks(job)
+        .into_iter()
+        .filter_map(|d| {
+            let local_rank = d
+                .evidence
+                .iter()
+                .find_map(|&i| job.events[i].int("failed_local_rank"))
+                .and_then(|l| u32::try_from(l).ok());
+            Some(FailedWorker {
+                host: d.host?,
+                pid: d.pid,
+                rank: d.rank?,
+                local_rank,
+            })
+        })
+        .collect()
 }
 
 /// (host, pid) → global rank, from init lines of world-sized communicators and
