@@ -185,6 +185,7 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     }
     match kind {
         CauseKind::ProcessCrash => Status::Crash,
+        CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
         CauseKind::GidIndex
         | CauseKind::Memlock
@@ -205,8 +206,28 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             Status::InitFailure
         }
         CauseKind::Unknown => Status::Unknown,
+        // A fault on the wire or the NIC stops the collective; NCCL's error
+        // handling then takes the processes down instead of letting them
+        // time out. The job hung in that collective; nobody crashed first.
+        CauseKind::LinkFlap
+        | CauseKind::PacketLoss
+        | CauseKind::Congestion
+        | CauseKind::MtuMismatch
+        | CauseKind::PortDegraded
+        | CauseKind::HcaFault
+        | CauseKind::RankStalled => Status::Hang,
         _ => Status::Crash,
     }
+}
+
+/// A culprit rank's own process failed on a CUDA error (its watchdog or an
+/// async exception says so) rather than waiting in a collective: the GPU
+/// fault crashed it, and the others' timeouts came after.
+fn died_on_a_cuda_error(ctx: &Ctx<'_>, culprits: &BTreeSet<u32>) -> bool {
+    ctx.job.events.iter().any(|e| {
+        e.who.rank.is_some_and(|r| culprits.contains(&r))
+            && super::rules::cuda_error_text(e).is_some()
+    })
 }
 
 /// Any sign of failure: an error, a timeout, a death that is not the agent

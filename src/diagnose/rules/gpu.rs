@@ -43,7 +43,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 }
 
 /// The CUDA error an event reports, if any.
-fn cuda_error_text(ev: &Event) -> Option<&str> {
+pub fn cuda_error_text(ev: &Event) -> Option<&str> {
     match ev.kind {
         EventKind::WatchdogException => ev.text_field("cuda_error"),
         EventKind::CudaFailure => ev.text_field("error").or(ev.text_field("error2")),

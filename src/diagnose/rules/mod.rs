@@ -43,4 +43,5 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
 }
 
 pub use fabric::fabric_review;
+pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;
