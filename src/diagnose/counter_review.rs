@@ -20,6 +20,11 @@ use super::nic_use::{NicUse, Use};
 const MAX_ROWS: usize = 1000;
 /// A small rise never reaches a verdict alone.
 const SMALL_CAP: f64 = 0.34;
+/// Congestion counters are judged against the fabric: a port counts only
+/// when its rise is this many times the median port's, with at least
+/// `SPREAD_MIN_PORTS` ports to compare.
+const OUTLIER_FACTOR: f64 = 3.0;
+const SPREAD_MIN_PORTS: usize = 4;
 
 /// One counter's rise as the report shows it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -68,6 +73,7 @@ pub fn review(
     stuck: &BTreeSet<u32>,
 ) -> Vec<CounterRow> {
     let traffic = traffic_deltas(job, kb);
+    let spread = congestion_medians(job, kb);
     let mut rows: Vec<CounterRow> = job
         .counter_deltas
         .iter()
@@ -76,7 +82,11 @@ pub fn review(
             if info.is_some_and(|i| i.context) || !worth_showing(d) {
                 return None;
             }
-            Some(row(job, d, info, &traffic, nics, stuck))
+            let fabric_wide = info.is_some_and(|i| i.cause == Some(CauseKind::Congestion))
+                && spread.get(d.name.as_str()).is_some_and(|&m| {
+                    (d.delta.unwrap_or(0) as f64) < OUTLIER_FACTOR * m.max(1) as f64
+                });
+            Some(row(job, d, info, &traffic, nics, stuck, fabric_wide))
         })
         .collect();
     rows.sort_by(|a, b| {
@@ -90,6 +100,29 @@ pub fn review(
     });
     rows.truncate(MAX_ROWS);
     rows
+}
+
+/// Congestion counter → the median rise over every port that reports it.
+/// ECN marks, CNPs and pauses rising alike everywhere are the congestion
+/// control of a loaded fabric doing its work, not one port's trouble.
+fn congestion_medians<'a>(job: &'a Job, kb: &CounterKnowledge) -> BTreeMap<&'a str, u64> {
+    let mut rises: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for d in &job.counter_deltas {
+        if kb
+            .lookup(&d.name)
+            .is_some_and(|i| i.cause == Some(CauseKind::Congestion))
+        {
+            rises.entry(&d.name).or_default().push(d.delta.unwrap_or(0));
+        }
+    }
+    rises
+        .into_iter()
+        .filter(|(_, v)| v.len() >= SPREAD_MIN_PORTS)
+        .map(|(name, mut v)| {
+            v.sort_unstable();
+            (name, v[v.len() / 2])
+        })
+        .collect()
 }
 
 fn worth_showing(d: &CounterDelta) -> bool {
@@ -121,9 +154,12 @@ fn row(
     traffic: &Traffic,
     nics: &NicUse,
     stuck: &BTreeSet<u32>,
+    fabric_wide: bool,
 ) -> CounterRow {
     let usage = nics.of(d.host.as_deref(), &d.device);
-    let level = info.and_then(|i| judge(i, d, traffic));
+    let level = info
+        .and_then(|i| judge(i, d, traffic))
+        .filter(|_| !fabric_wide);
     let weight = match (info, level) {
         (Some(i), Some(big)) => weigh(i.severity, big, &usage, stuck),
         _ => 0.0,
@@ -146,7 +182,16 @@ fn row(
         suspicious,
         severity: info.filter(|_| level.is_some()).map(|i| i.severity),
         cause: info.and_then(|i| i.cause),
-        meaning: info.map(|i| i.meaning.clone()),
+        meaning: info.map(|i| {
+            if fabric_wide {
+                format!(
+                    "{}; it rose alike on the other ports (fabric-wide load)",
+                    i.meaning
+                )
+            } else {
+                i.meaning.clone()
+            }
+        }),
         nic_used: usage.as_flag(),
         ranks: usage.ranks().into_iter().collect(),
         text: describe(d),
@@ -334,5 +379,31 @@ mod tests {
         assert!(weigh(Severity::Err, false, &used, &stuck) < 0.35);
         assert!(weigh(Severity::Warn, true, &used, &stuck) >= 0.35);
         assert!(weigh(Severity::Err, true, &Use::Unused, &stuck) < 0.35);
+    }
+
+    #[test]
+    fn congestion_is_judged_against_the_median_port() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let mut job = Job::default();
+        for (dev, rise) in [
+            ("mlx5_0", 80),
+            ("mlx5_1", 90),
+            ("mlx5_2", 100),
+            ("mlx5_3", 900),
+        ] {
+            let mut d = delta("np_ecn_marked_roce_packets", 0, rise * 1_000_000);
+            d.device = dev.into();
+            job.counter_deltas.push(d);
+        }
+        job.counter_deltas.push(delta("symbol_error", 0, 5));
+        let medians = congestion_medians(&job, &kb);
+        assert_eq!(
+            medians.get("np_ecn_marked_roce_packets"),
+            Some(&100_000_000)
+        );
+        assert!(
+            !medians.contains_key("symbol_error"),
+            "only congestion counters"
+        );
     }
 }

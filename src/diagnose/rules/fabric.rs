@@ -15,7 +15,7 @@ use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::diagnose::nic_use::NicUse;
 use crate::model::build::short_host_of;
-use crate::model::{CauseKind, Job};
+use crate::model::{CauseKind, EventKind, Job};
 
 use super::Ctx;
 
@@ -77,12 +77,12 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
-    let ran_collectives = hang.and_then(|h| h.seq).is_some_and(|s| s > SETUP_SEQ);
+    let connected = connections_worked(ctx, hang);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
         let mut f = f.clone();
-        if ran_collectives && f.cause == CauseKind::GidIndex {
+        if connected && f.cause == CauseKind::GidIndex {
             // A GID that does not route fails the first connection; a job
-            // that ran thousands of collectives was not stopped by it.
+            // whose connections came up was not stopped by it.
             f.weight *= LATE_GID_FACTOR;
         }
         add_finding(&mut by_place, ctx.job, &f, &stuck);
@@ -92,6 +92,27 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
         tie_to_stuck_rank(ctx.job, h, &stuck);
     }
     out
+}
+
+/// The job's network connections came up: collectives ran past set-up, or
+/// the world communicator finished init on an NCCL that connects its rings
+/// and trees during init (2.22 made that lazy by default).
+fn connections_worked(ctx: &Ctx<'_>, hang: Option<&Hang>) -> bool {
+    let job = ctx.job;
+    if hang.and_then(|h| h.seq).is_some_and(|s| s > SETUP_SEQ) {
+        return true;
+    }
+    let eager = !job.nccl_versions.is_empty()
+        && job
+            .nccl_versions
+            .iter()
+            .all(|v| !super::setup::version_at_least(v, 2, 22));
+    eager
+        && job.events.iter().any(|e| {
+            e.kind == EventKind::NcclCommInit
+                && e.text_field("phase") == Some("COMPLETE")
+                && e.int("nranks").map(|n| n as u32) == job.world_size
+        })
 }
 
 /// For a requester-side counter, the host its NIC's ranks talk to over the

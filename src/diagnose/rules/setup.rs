@@ -157,7 +157,7 @@ fn on_roce(ctx: &Ctx<'_>) -> bool {
             .any(|p| p.link_layer.as_deref() == Some("Ethernet"))
 }
 
-fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
+pub(super) fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
     let mut parts = v
         .split(['.', '+', '-'])
         .map(|p| p.parse::<u32>().unwrap_or(0));
