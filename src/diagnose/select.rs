@@ -237,8 +237,19 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
     // Deaths that are consequences (the agent stopping workers, their
     // SignalException) do not make a failure on their own: a cancelled job
     // shows exactly those.
+    let cancelled = job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
     job.deaths.iter().any(|d| !d.consequence)
         || job.events.iter().any(|e| {
+            // srun reports every task it stopped for a cancel as Terminated.
+            if cancelled
+                && e.kind == EventKind::TaskExited
+                && e.text_field("what") == Some("Terminated")
+            {
+                return false;
+            }
             matches!(
                 e.kind,
                 EventKind::IbCompletionError
@@ -271,9 +282,10 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
 
 /// The job finished: the launcher said so, communicators were destroyed
 /// cleanly, or the user cancelled it without a fault.
-/// Also a sign: the world communicator came up and nothing at all went wrong
-/// afterwards (before torch 2.6 a clean exit prints no teardown line, and the
-/// agent logs success only at INFO).
+/// Also a sign: the world communicator came up (or, without INFO output,
+/// NCCL printed its banner) and nothing at all went wrong afterwards (before
+/// torch 2.6 a clean exit prints no teardown line, and the agent logs
+/// success only at INFO).
 fn completion_seen(ctx: &Ctx<'_>) -> bool {
     let world = ctx.job.world_size;
     ctx.job.events.iter().any(|e| {
@@ -284,6 +296,9 @@ fn completion_seen(ctx: &Ctx<'_>) -> bool {
             || (e.kind == EventKind::NcclCommInit
                 && e.text_field("phase") == Some("COMPLETE")
                 && e.int("nranks").map(|n| n as u32) == world)
+            // Without NCCL_DEBUG=INFO the banner is all NCCL prints: it
+            // came up, and (the caller checked) nothing failed after.
+            || e.kind == EventKind::NcclVersion
     })
 }
 
