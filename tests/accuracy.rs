@@ -138,7 +138,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("hca_fault", 6, 6, 6, 6),
     ("healthy", 6, 6, 6, 6),
     ("link_flap", 6, 5, 5, 5),
-    ("memlock", 6, 6, 3, 6),
+    ("memlock", 6, 6, 6, 6),
     ("mtu_mismatch", 6, 5, 5, 5),
     ("packet_loss", 6, 6, 6, 6),
     ("port_degraded", 6, 6, 6, 6),

@@ -104,6 +104,11 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.support.first().map(|s| s.why.clone()).unwrap_or_default(),
         );
     }
+    // The locked-memory limit is the host's (its container, its ulimit):
+    // every rank there hits it, not only those whose failure was logged.
+    if let Some(h) = hyps.get_mut(&CauseKind::Memlock) {
+        add_host_ranks(ctx, h);
+    }
     hyps.into_values().collect()
 }
 
@@ -175,6 +180,13 @@ fn fabric_link_layer(ctx: &Ctx<'_>) -> Option<String> {
         .filter_map(|n| n.link_layer.as_deref())
         .collect();
     (layers.len() == 1).then(|| layers.into_iter().next().unwrap().to_string())
+}
+
+/// All ranks of the hypothesis's host join its ranks.
+fn add_host_ranks(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    if let Some(info) = h.host.as_deref().and_then(|host| ctx.job.hosts.get(host)) {
+        h.ranks.extend(info.ranks.iter().copied());
+    }
 }
 
 fn located(kind: CauseKind, ev: &Event) -> Hypothesis {
