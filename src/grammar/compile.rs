@@ -26,13 +26,26 @@ pub struct Pattern {
     /// (`None`: every match is kept).
     pub repeats_differ_in: Option<Vec<Box<str>>>,
     regex: Regex,
-    /// Kind of each named capture, in capture order.
-    captures: Vec<(&'static str, FieldKind)>,
-    constants: Vec<(&'static str, Value)>,
+    /// What fills each field, sorted by name: a named capture or a constant
+    /// (`set`, which wins over a capture of the same name).
+    slots: Vec<(&'static str, Slot)>,
     /// Sample lines with the fields they must yield (checked by the self-test).
     pub samples: Vec<(String, Fields)>,
     pub literals: Vec<String>,
     pub file: String,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Capture { group: usize, kind: FieldKind },
+    Constant(Value),
+}
+
+/// Capture buffers reused from line to line (one per pattern, made on first
+/// use): a match then allocates nothing but its fields.
+#[derive(Debug, Default)]
+pub struct MatchScratch {
+    locations: Vec<Option<regex::bytes::CaptureLocations>>,
 }
 
 /// A successful match of one pattern on one line.
@@ -130,7 +143,11 @@ impl Grammar {
         candidates: &[PatternIdx],
         line: &[u8],
         body_start: usize,
+        scratch: &mut MatchScratch,
     ) -> Option<Match<'_>> {
+        if scratch.locations.len() < self.patterns.len() {
+            scratch.locations.resize_with(self.patterns.len(), || None);
+        }
         let regular = candidates.iter().filter(|&&i| !self.pattern(i).fallback);
         let fallback = candidates.iter().filter(|&&i| self.pattern(i).fallback);
         regular.chain(fallback).find_map(|&i| {
@@ -139,28 +156,36 @@ impl Grammar {
                 Scope::Message => &line[body_start..],
                 Scope::Line => line,
             };
-            p.try_match(hay)
+            let locs =
+                scratch.locations[i as usize].get_or_insert_with(|| p.regex.capture_locations());
+            p.try_match(hay, locs)
         })
     }
 }
 
 impl Pattern {
     /// Runs the regex on `body` and extracts typed fields.
-    pub fn try_match(&self, body: &[u8]) -> Option<Match<'_>> {
-        let caps = self.regex.captures(body)?;
-        let mut fields = Fields::with_capacity(caps.len() + self.constants.len());
-        for (name, kind) in &self.captures {
-            if let Some(m) = caps.name(name) {
-                let raw = String::from_utf8_lossy(m.as_bytes());
-                fields.insert(name, convert_field(*kind, &raw));
+    pub fn try_match(
+        &self,
+        body: &[u8],
+        locs: &mut regex::bytes::CaptureLocations,
+    ) -> Option<Match<'_>> {
+        self.regex.captures_read(locs, body)?;
+        let mut fields = Vec::with_capacity(self.slots.len());
+        for (name, slot) in &self.slots {
+            match slot {
+                Slot::Capture { group, kind } => {
+                    if let Some((start, end)) = locs.get(*group) {
+                        let raw = String::from_utf8_lossy(&body[start..end]);
+                        fields.push((*name, convert_field(*kind, &raw)));
+                    }
+                }
+                Slot::Constant(value) => fields.push((*name, value.clone())),
             }
-        }
-        for (name, value) in &self.constants {
-            fields.insert(name, value.clone());
         }
         Some(Match {
             pattern: self,
-            fields,
+            fields: Fields::from_sorted(fields),
         })
     }
 }
@@ -197,7 +222,7 @@ fn compile_pattern(
     if let Some(bad) = spec
         .repeats_differ_in
         .iter()
-        .find(|f| !captures.iter().any(|(n, _)| **n == ***f))
+        .find(|f| !captures.iter().any(|(n, _, _)| **n == ***f))
     {
         return Err(fail(format!(
             "repeats_differ_in names `{bad}`, not a named capture of the regex"
@@ -230,28 +255,60 @@ fn compile_pattern(
         }),
         scope: spec.scope,
         regex,
-        captures,
-        constants,
+        slots: slots(captures, constants),
         samples,
         literals: spec.literals,
         file: file.into(),
     })
 }
 
+/// Each named capture: its name, group index and field kind.
 fn capture_kinds(
     regex: &Regex,
     spec: &PatternSpec,
-) -> Result<Vec<(&'static str, FieldKind)>, String> {
-    let names: Vec<&str> = regex.capture_names().flatten().collect();
-    if let Some(unknown) = spec.fields.keys().find(|k| !names.contains(&k.as_str())) {
+) -> Result<Vec<(&'static str, usize, FieldKind)>, String> {
+    let names: Vec<(usize, &str)> = regex
+        .capture_names()
+        .enumerate()
+        .filter_map(|(i, n)| n.map(|n| (i, n)))
+        .collect();
+    if let Some(unknown) = spec
+        .fields
+        .keys()
+        .find(|k| !names.iter().any(|(_, n)| n == k))
+    {
         return Err(format!(
             "field `{unknown}` is not a named capture of the regex"
         ));
     }
     Ok(names
         .iter()
-        .map(|n| (intern(n), spec.fields.get(*n).copied().unwrap_or_default()))
+        .map(|&(i, n)| {
+            (
+                intern(n),
+                i,
+                spec.fields.get(n).copied().unwrap_or_default(),
+            )
+        })
         .collect())
+}
+
+/// Captures and constants as one list sorted by name; a constant replaces a
+/// capture of the same name.
+fn slots(
+    captures: Vec<(&'static str, usize, FieldKind)>,
+    constants: Vec<(&'static str, Value)>,
+) -> Vec<(&'static str, Slot)> {
+    let mut slots: Vec<(&'static str, Slot)> = captures
+        .into_iter()
+        .map(|(name, group, kind)| (name, Slot::Capture { group, kind }))
+        .collect();
+    for (name, value) in constants {
+        slots.retain(|(n, _)| *n != name);
+        slots.push((name, Slot::Constant(value)));
+    }
+    slots.sort_by(|a, b| a.0.cmp(b.0));
+    slots
 }
 
 fn toml_to_value(v: &toml::Value) -> Result<Value, String> {

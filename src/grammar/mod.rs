@@ -13,7 +13,7 @@ pub mod knowledge;
 pub mod nccl_bugs;
 pub mod spec;
 
-pub use compile::{Grammar, Match, Pattern, PatternIdx};
+pub use compile::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
 pub use fields::{convert_field, normalize_bus_id};
 
 use std::path::PathBuf;

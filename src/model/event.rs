@@ -133,6 +133,12 @@ impl Fields {
         }
     }
 
+    /// Fields already sorted by name, each name once (a pattern's slots).
+    pub fn from_sorted(fields: Vec<(&'static str, Value)>) -> Fields {
+        debug_assert!(fields.windows(2).all(|w| w[0].0 < w[1].0));
+        Fields(fields)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0
             .binary_search_by(|(k, _)| (*k).cmp(name))

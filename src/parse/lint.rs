@@ -7,7 +7,7 @@ use std::io::{self, Read};
 
 use aho_corasick::AhoCorasick;
 
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, MatchScratch};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{ChunkReader, lines_of};
 use crate::ingest::open::open_decompressed;
@@ -58,6 +58,7 @@ impl<'g> Linter<'g> {
         let mut reader = ChunkReader::new(io::Cursor::new(head).chain(stream));
         let mut gaps = Vec::new();
         let mut candidates = Vec::new();
+        let mut scratch = MatchScratch::default();
         while let Some(chunk) = reader.next_chunk()? {
             for (line_no, line) in lines_of(&chunk) {
                 if !self.markers.is_match(line) {
@@ -73,7 +74,7 @@ impl<'g> Linter<'g> {
                 self.grammar.candidates(&clean, &mut candidates);
                 let known = self
                     .grammar
-                    .match_line(&candidates, &clean, body_start)
+                    .match_line(&candidates, &clean, body_start, &mut scratch)
                     .is_some_and(|m| !m.pattern.fallback);
                 if !known {
                     gaps.push(Gap {

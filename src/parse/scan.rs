@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read};
 
-use crate::grammar::{Grammar, Pattern, PatternIdx};
+use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
@@ -204,6 +204,7 @@ struct Scanner<'a> {
     profile: &'a FileProfile,
     base_who: Who,
     candidates: Vec<PatternIdx>,
+    scratch: MatchScratch,
     /// Kept matches of patterns that declare `repeats_differ_in`, by key,
     /// with the index of the event kept for them.
     seen_repeats: HashMap<Box<[u8]>, u32>,
@@ -227,6 +228,7 @@ impl<'a> Scanner<'a> {
             profile,
             base_who,
             candidates: Vec::new(),
+            scratch: MatchScratch::default(),
             seen_repeats: HashMap::new(),
             out: FileParse::default(),
         }
@@ -267,9 +269,9 @@ impl<'a> Scanner<'a> {
         let clean = unpaste(line);
         let framed = frame(&clean, &self.profile.launcher);
         let body_start = clean.len() - framed.body.len();
-        let Some(m) = self
-            .grammar
-            .match_line(&self.candidates, &clean, body_start)
+        let Some(m) =
+            self.grammar
+                .match_line(&self.candidates, &clean, body_start, &mut self.scratch)
         else {
             return;
         };

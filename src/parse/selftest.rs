@@ -3,7 +3,7 @@
 //! the sample declares. Run by the unit tests for the built-in grammars and at
 //! start-up for user grammars (`--grammar`).
 
-use crate::grammar::{Grammar, Pattern};
+use crate::grammar::{Grammar, MatchScratch, Pattern};
 use crate::ingest::launcher::LauncherStyle;
 
 use super::frame::frame;
@@ -21,13 +21,14 @@ pub fn check_samples(grammar: &Grammar) -> Vec<String> {
 pub fn check_pattern_samples(grammar: &Grammar, pattern: &Pattern) -> Vec<String> {
     let mut failures = Vec::new();
     let mut candidates = Vec::new();
+    let mut scratch = MatchScratch::default();
     let style = LauncherStyle::default();
     for (line, expected) in &pattern.samples {
         let bytes = line.as_bytes();
         grammar.candidates(bytes, &mut candidates);
         let framed = frame(bytes, &style);
         let body_start = bytes.len() - framed.body.len();
-        match grammar.match_line(&candidates, bytes, body_start) {
+        match grammar.match_line(&candidates, bytes, body_start, &mut scratch) {
             None => failures.push(format!(
                 "{}: {}: no pattern matched sample {line:?}",
                 pattern.file, pattern.id
