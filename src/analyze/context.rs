@@ -1,6 +1,7 @@
 //! The lines around each cited line, so a reader can check a claim in its
 //! context without opening the logs. Read after the diagnosis, for the few
-//! cited lines only; files inside archives are not re-read.
+//! cited lines only; files inside archives are not re-read. A cited line
+//! whose text was not kept (a counter reading) gets it here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -24,17 +25,28 @@ pub fn attach(diagnosis: &mut Diagnosis, root: &Path) {
         }
     });
     let mut found: BTreeMap<(String, u64), Vec<ContextLine>> = BTreeMap::new();
+    let mut exact: BTreeMap<(String, u64), String> = BTreeMap::new();
     for (file, lines) in &wanted {
         let Some(path) = disk_path(root, file) else {
             continue;
         };
-        for (line, ctx) in read_around(&path, lines) {
+        let (around, lines) = read_around(&path, lines);
+        for (line, ctx) in around {
             found.insert((file.clone(), line), ctx);
+        }
+        for (line, text) in lines {
+            exact.insert((file.clone(), line), text);
         }
     }
     for_each_evidence(diagnosis, &mut |e| {
-        if let Some(ctx) = found.get(&(e.file.clone(), e.line)) {
+        let key = (e.file.clone(), e.line);
+        if let Some(ctx) = found.get(&key) {
             e.context = ctx.clone();
+        }
+        if e.text.is_empty()
+            && let Some(text) = exact.get(&key)
+        {
+            e.text = text.clone();
         }
     });
 }
@@ -59,20 +71,27 @@ fn disk_path(root: &Path, file: &str) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// For each wanted line, the lines from `AROUND` before to `AROUND` after it.
-fn read_around(path: &Path, wanted: &BTreeSet<u64>) -> BTreeMap<u64, Vec<ContextLine>> {
+type Around = (BTreeMap<u64, Vec<ContextLine>>, BTreeMap<u64, String>);
+
+/// For each wanted line, the lines from `AROUND` before to `AROUND` after it,
+/// and the wanted line itself as written.
+fn read_around(path: &Path, wanted: &BTreeSet<u64>) -> Around {
     let mut out: BTreeMap<u64, Vec<ContextLine>> = BTreeMap::new();
+    let mut exact: BTreeMap<u64, String> = BTreeMap::new();
     let Some(last) = wanted.iter().next_back().map(|l| l + AROUND) else {
-        return out;
+        return (out, exact);
     };
     let Ok((stream, _)) = open_decompressed(path) else {
-        return out;
+        return (out, exact);
     };
     let mut reader = ChunkReader::new(stream.take(u64::MAX));
     while let Ok(Some(chunk)) = reader.next_chunk() {
         for (n, text) in lines_of(&chunk) {
             if n > last {
-                return out;
+                return (out, exact);
+            }
+            if wanted.contains(&n) {
+                exact.insert(n, cited(text));
             }
             let near = wanted.range(n.saturating_sub(AROUND)..=n + AROUND);
             for &w in near {
@@ -83,7 +102,18 @@ fn read_around(path: &Path, wanted: &BTreeSet<u64>) -> BTreeMap<u64, Vec<Context
             }
         }
     }
-    out
+    (out, exact)
+}
+
+/// A cited line as evidence shows it: whole, up to a long line's start.
+fn cited(text: &[u8]) -> String {
+    const MAX: usize = 2000;
+    let s = String::from_utf8_lossy(text);
+    let s = s.trim_end();
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 fn clip(text: &[u8]) -> String {

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use compact_str::CompactString;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -132,13 +133,21 @@ fn worth_showing(d: &CounterDelta) -> bool {
 /// (host, device, port, name) → delta, for ratio rules. Each delta is
 /// filed under its printed name and its knowledge name (`PortRcvPkts` is
 /// `port_rcv_packets`).
-type Traffic = BTreeMap<(Option<String>, String, Option<u32>, String), u64>;
+type Traffic = BTreeMap<
+    (
+        Option<CompactString>,
+        CompactString,
+        Option<u32>,
+        CompactString,
+    ),
+    u64,
+>;
 
 fn traffic_deltas(job: &Job, kb: &CounterKnowledge) -> Traffic {
     let mut t = Traffic::new();
     for d in &job.counter_deltas {
         let Some(v) = d.delta else { continue };
-        let key = |name: &str| (d.host.clone(), d.device.clone(), d.port, name.to_string());
+        let key = |name: &str| (d.host.clone(), d.device.clone(), d.port, name.into());
         t.insert(key(&d.name), v);
         if let Some(i) = kb.lookup(&d.name) {
             t.entry(key(&i.name)).or_insert(v);
@@ -167,10 +176,10 @@ fn row(
     let after = &job.counters[d.after_idx];
     let suspicious = weight > 0.0;
     CounterRow {
-        host: d.host.clone(),
-        device: d.device.clone(),
+        host: d.host.as_deref().map(str::to_string),
+        device: d.device.to_string(),
         port: d.port,
-        name: d.name.clone(),
+        name: d.name.to_string(),
         source: d.source,
         before: d.before,
         after: d.after,
@@ -218,7 +227,7 @@ fn judge(info: &CounterInfo, d: &CounterDelta, traffic: &Traffic) -> Option<bool
         .as_ref()
         .zip(info.max_ratio)
         .and_then(|(of, max)| {
-            let key = (d.host.clone(), d.device.clone(), d.port, of.clone());
+            let key = (d.host.clone(), d.device.clone(), d.port, of.as_str().into());
             traffic
                 .get(&key)
                 .filter(|&&t| t > 0)

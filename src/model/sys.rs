@@ -38,7 +38,7 @@ pub enum CounterSource {
 /// One counter value from one dump.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterReading {
-    pub host: Option<String>,
+    pub host: Option<CompactString>,
     /// HCA (`mlx5_3`) or netdev (`ens1f0`) the counter belongs to. (Short
     /// strings are stored inline: a large job holds millions of readings.)
     pub device: CompactString,
@@ -53,7 +53,8 @@ pub struct CounterReading {
     pub taken_at: Option<u64>,
     #[serde(skip)]
     pub origin: Origin,
-    /// The line as written, for citation.
+    /// The line as written, for citation; empty where the file can be
+    /// re-read (the report then reads the cited line again).
     #[serde(skip)]
     pub text: Box<str>,
 }
@@ -68,10 +69,10 @@ pub struct SourceLine {
 /// How one counter moved between a dump taken before and one taken after.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterDelta {
-    pub host: Option<String>,
-    pub device: String,
+    pub host: Option<CompactString>,
+    pub device: CompactString,
     pub port: Option<u32>,
-    pub name: String,
+    pub name: CompactString,
     pub source: CounterSource,
     pub width_bits: Option<u8>,
     pub before: u64,

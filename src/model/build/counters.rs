@@ -120,7 +120,11 @@ fn assign_time_phases(job: &mut Job) {
 }
 
 fn port_key(c: &CounterReading) -> PortKey {
-    (c.host.clone(), c.device.to_string(), c.port)
+    (
+        c.host.as_deref().map(str::to_string),
+        c.device.to_string(),
+        c.port,
+    )
 }
 
 static NAME_DATE: LazyLock<Regex> = LazyLock::new(|| {
@@ -183,9 +187,9 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
     let width = a.width_bits.or(b.width_bits);
     let mut d = CounterDelta {
         host: a.host.clone(),
-        device: a.device.to_string(),
+        device: a.device.clone(),
         port: a.port,
-        name: a.name.to_string(),
+        name: a.name.clone(),
         source: a.source,
         width_bits: width,
         before: b.value,

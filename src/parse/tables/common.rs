@@ -59,6 +59,10 @@ pub struct TableCtx {
     pub path: String,
     /// When the dump was taken, where the content says (`watch`, `date`).
     pub taken_at: Option<u64>,
+    /// The file can be opened again by its path (not an archive member):
+    /// counter readings then keep no text, the report re-reads the few it
+    /// cites (a 16k-rank job holds millions of readings).
+    pub rereadable: bool,
 }
 
 impl TableCtx {
@@ -75,6 +79,7 @@ impl TableCtx {
             host,
             path: file.display.clone(),
             taken_at: lines.iter().take(8).find_map(|l| content_stamp(&l.text)),
+            rereadable: !file.display.contains('!'),
         }
     }
 
@@ -95,7 +100,7 @@ impl TableCtx {
     /// A counter reading cited at `line`.
     pub fn counter(&self, at: CounterAt<'_>, value: u64, line: &Line<'_>) -> SysRecord {
         SysRecord::Counter(CounterReading {
-            host: self.host.clone(),
+            host: self.host.as_deref().map(Into::into),
             device: at.device.into(),
             port: at.port,
             name: at.name.into(),
@@ -105,7 +110,11 @@ impl TableCtx {
             width_bits: at.width_bits,
             taken_at: self.taken_at,
             origin: self.origin(line),
-            text: line.raw.trim_end().into(),
+            text: if self.rereadable {
+                Box::default()
+            } else {
+                line.raw.trim_end().into()
+            },
         })
     }
 
