@@ -76,8 +76,12 @@ pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
         .map(|(op, _)| op);
-    let with_logs = ranks_with_logs(job);
-    for rank in job.all_ranks() {
+    // A rank the launcher reports stopped existed even when no line of its
+    // own was recognised: if it did not time out, it is silent.
+    let stopped: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
+    let with_logs: BTreeSet<u32> = ranks_with_logs(job).union(&stopped).copied().collect();
+    let ranks: BTreeSet<u32> = job.all_ranks().into_iter().chain(stopped).collect();
+    for rank in ranks {
         let accounted =
             hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);
         if accounted || hang.laggards.contains_key(&rank) {

@@ -187,6 +187,8 @@ fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
         Some("SIGKILL")
     } else if what.contains("Segmentation") {
         Some("SIGSEGV")
+    } else if what.contains("Terminated") {
+        Some("SIGTERM")
     } else {
         None
     };
@@ -211,7 +213,11 @@ fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
     d.rank = Some(tasks[0]);
     d.host = ev.text_field("hosts").map(|h| short_host(h).to_string());
     d.signal = signal.map(str::to_string);
-    d.consequence = signal == Some("SIGABRT");
+    // SIGABRT is the watchdog taking the process down after a failed
+    // collective; SIGTERM is someone else stopping it (the scheduler's
+    // cancel or time limit, srun after a sibling failed): neither is the
+    // rank failing on its own.
+    d.consequence = matches!(signal, Some("SIGABRT" | "SIGTERM"));
     Some(d)
 }
 
