@@ -55,6 +55,21 @@ pub enum TableKind {
     FlightRecorderJson,
 }
 
+impl TableKind {
+    /// The text tables (every kind but the Flight Recorder dumps).
+    pub const TEXT: [TableKind; 9] = [
+        TableKind::SysfsCounters,
+        TableKind::Perfquery,
+        TableKind::EthtoolStats,
+        TableKind::RdmaStatistic,
+        TableKind::Ibstat,
+        TableKind::Ibstatus,
+        TableKind::IbvDevinfo,
+        TableKind::ShowGids,
+        TableKind::Mlxlink,
+    ];
+}
+
 /// Sniffs a file from its head.
 pub fn sniff(head: &[u8]) -> FileProfile {
     let kind = sniff_kind(head);

@@ -123,17 +123,7 @@ mod junk_tests {
     use super::testing::parse_text;
     use super::*;
 
-    const KINDS: &[TableKind] = &[
-        TableKind::SysfsCounters,
-        TableKind::Perfquery,
-        TableKind::EthtoolStats,
-        TableKind::RdmaStatistic,
-        TableKind::Ibstat,
-        TableKind::Ibstatus,
-        TableKind::IbvDevinfo,
-        TableKind::ShowGids,
-        TableKind::Mlxlink,
-    ];
+    const KINDS: &[TableKind] = &TableKind::TEXT;
 
     const SAMPLES: &[&str] = &[
         include_str!("../../../tests/data/tables/sysfs-gpud-h100-ndr.txt"),
