@@ -75,7 +75,9 @@ pub fn review(
 ) -> Vec<CounterRow> {
     let traffic = traffic_deltas(job, kb);
     let spread = congestion_medians(job, kb);
-    let mut rows: Vec<CounterRow> = job
+    // Judge every delta cheaply, keep the MAX_ROWS that matter, and only
+    // then build their rows: a 16k-rank job has millions of deltas.
+    let mut judged: Vec<Judged<'_>> = job
         .counter_deltas
         .iter()
         .filter_map(|d| {
@@ -87,20 +89,68 @@ pub fn review(
                 && spread.get(d.name.as_str()).is_some_and(|&m| {
                     (d.delta.unwrap_or(0) as f64) < OUTLIER_FACTOR * m.max(1) as f64
                 });
-            Some(row(job, d, info, &traffic, nics, stuck, fabric_wide))
+            Some(judgement(d, info, &traffic, nics, stuck, fabric_wide))
         })
         .collect();
-    rows.sort_by(|a, b| {
-        b.suspicious
-            .cmp(&a.suspicious)
-            .then(b.severity.cmp(&a.severity))
+    judged.sort_by(|a, b| {
+        (b.weight > 0.0)
+            .cmp(&(a.weight > 0.0))
+            .then(b.severity().cmp(&a.severity()))
             .then(b.weight.total_cmp(&a.weight))
             .then_with(|| {
-                (&a.host, &a.device, a.port, &a.name).cmp(&(&b.host, &b.device, b.port, &b.name))
+                let (x, y) = (a.delta, b.delta);
+                (&x.host, &x.device, x.port, &x.name).cmp(&(&y.host, &y.device, y.port, &y.name))
             })
     });
-    rows.truncate(MAX_ROWS);
-    rows
+    judged.truncate(MAX_ROWS);
+    judged.iter().map(|j| row(job, j, nics)).collect()
+}
+
+/// A delta judged, before its row is built.
+struct Judged<'a> {
+    delta: &'a CounterDelta,
+    info: Option<&'a CounterInfo>,
+    /// `Some(large)` when suspicious by its counter's rule.
+    level: Option<bool>,
+    weight: f64,
+    fabric_wide: bool,
+}
+
+impl Judged<'_> {
+    fn severity(&self) -> Option<Severity> {
+        self.info
+            .filter(|_| self.level.is_some())
+            .map(|i| i.severity)
+    }
+}
+
+fn judgement<'a>(
+    d: &'a CounterDelta,
+    info: Option<&'a CounterInfo>,
+    traffic: &Traffic,
+    nics: &NicUse,
+    stuck: &BTreeSet<u32>,
+    fabric_wide: bool,
+) -> Judged<'a> {
+    let level = info
+        .and_then(|i| judge(i, d, traffic))
+        .filter(|_| !fabric_wide);
+    let weight = match (info, level) {
+        (Some(i), Some(big)) => weigh(
+            i.severity,
+            big,
+            &nics.of(d.host.as_deref(), &d.device),
+            stuck,
+        ),
+        _ => 0.0,
+    };
+    Judged {
+        delta: d,
+        info,
+        level,
+        weight,
+        fabric_wide,
+    }
 }
 
 /// Congestion counter → the median rise over every port that reports it.
@@ -156,24 +206,9 @@ fn traffic_deltas(job: &Job, kb: &CounterKnowledge) -> Traffic {
     t
 }
 
-fn row(
-    job: &Job,
-    d: &CounterDelta,
-    info: Option<&CounterInfo>,
-    traffic: &Traffic,
-    nics: &NicUse,
-    stuck: &BTreeSet<u32>,
-    fabric_wide: bool,
-) -> CounterRow {
+fn row(job: &Job, j: &Judged<'_>, nics: &NicUse) -> CounterRow {
+    let (d, info, weight, fabric_wide) = (j.delta, j.info, j.weight, j.fabric_wide);
     let usage = nics.of(d.host.as_deref(), &d.device);
-    let level = info
-        .and_then(|i| judge(i, d, traffic))
-        .filter(|_| !fabric_wide);
-    let weight = match (info, level) {
-        (Some(i), Some(big)) => weigh(i.severity, big, &usage, stuck),
-        _ => 0.0,
-    };
-    let after = &job.counters[d.after_idx];
     let suspicious = weight > 0.0;
     CounterRow {
         host: d.host.as_deref().map(str::to_string),
@@ -189,7 +224,7 @@ fn row(
         reset: d.reset,
         wrap_suspect: d.wrap_suspect,
         suspicious,
-        severity: info.filter(|_| level.is_some()).map(|i| i.severity),
+        severity: j.severity(),
         cause: info.and_then(|i| i.cause),
         meaning: info.map(|i| {
             if fabric_wide {
@@ -204,12 +239,12 @@ fn row(
         nic_used: usage.as_flag(),
         ranks: usage.ranks().into_iter().collect(),
         text: describe(d),
-        file: job.file_path(after.origin.file).to_string(),
-        line: after.origin.line,
+        file: job.file_path(d.cite.origin.file).to_string(),
+        line: d.cite.origin.line,
         weight,
         cite: Some(SourceLine {
-            origin: after.origin,
-            text: after.text.clone(),
+            origin: d.cite.origin,
+            text: d.cite.text.clone(),
         }),
         hca: nics.hca_of(d.host.as_deref(), &d.device).to_string(),
         requester_side: info.is_some_and(|i| i.side == Side::Requester),
@@ -327,8 +362,13 @@ mod tests {
             saturated: false,
             reset: after < before,
             wrap_suspect: false,
-            before_idx: 0,
-            after_idx: 1,
+            cite: SourceLine {
+                origin: crate::model::Origin {
+                    file: crate::model::FileId(0),
+                    line: 1,
+                },
+                text: Box::default(),
+            },
         }
     }
 

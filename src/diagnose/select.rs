@@ -356,7 +356,7 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     if !kernel {
         notes.push("No kernel log: `dmesg -T` (or `journalctl -k`) from every host would show link, NIC and GPU faults.".to_string());
     }
-    if job.counters.is_empty() {
+    if job.counter_readings == 0 {
         notes.push("No NIC counters: dumps of /sys/class/infiniband/*/ports/*/{counters,hw_counters} (or `perfquery -x`, `ethtool -S`) before and after the job would show errors and drops per port.".to_string());
     }
     notes

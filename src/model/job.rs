@@ -7,9 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernel::KernelMap;
-use super::{
-    CounterDelta, CounterReading, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
-};
+use super::{CounterDelta, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
 
 /// Index into `Job::events`.
 pub type EventIdx = usize;
@@ -187,8 +185,9 @@ pub struct Job {
     pub links: Vec<NetLink>,
     /// Files not read, or read only in part, and why.
     pub skipped: Vec<Skipped>,
-    /// Counter readings from every dump, before and after.
-    pub counters: Vec<CounterReading>,
+    /// How many counter readings the dumps held (the readings themselves
+    /// are paired into `counter_deltas` and dropped).
+    pub counter_readings: usize,
     /// Counters read both before and after, per host / device / port / name.
     pub counter_deltas: Vec<CounterDelta>,
     /// Port states from fabric snapshots.

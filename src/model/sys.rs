@@ -87,11 +87,10 @@ pub struct CounterDelta {
     pub reset: bool,
     /// A 32-bit traffic counter went down: it probably wrapped (once, assumed).
     pub wrap_suspect: bool,
-    /// Indices into `Job::counters`.
+    /// The after reading's line, cited as evidence (its text is empty
+    /// where the file can be re-read).
     #[serde(skip)]
-    pub before_idx: usize,
-    #[serde(skip)]
-    pub after_idx: usize,
+    pub cite: SourceLine,
 }
 
 /// The state of one port as a snapshot tool printed it.

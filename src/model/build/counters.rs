@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Phase};
+use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Phase, SourceLine};
 
 /// (host, device, port): the place a counter belongs to.
 type PortKey = (Option<String>, String, Option<u32>);
@@ -33,10 +33,13 @@ const BEFORE_WORDS: &[&str] = &[
 const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "final"];
 
 /// Sets every counter's phase and computes the deltas.
-pub fn collect(job: &mut Job) {
-    assign_path_phases(job);
-    assign_time_phases(job);
-    job.counter_deltas = deltas(&job.counters);
+/// Pairs the readings into deltas. The readings themselves are not kept: a
+/// 16k-rank job holds millions, and each delta carries what it cites.
+pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
+    job.counter_readings = readings.len();
+    assign_path_phases(job, &mut readings);
+    assign_time_phases(job, &mut readings);
+    job.counter_deltas = deltas(&readings);
 }
 
 /// The phase a path names: the word nearest the file wins
@@ -62,9 +65,9 @@ pub fn phase_of_path(path: &str) -> Phase {
     Phase::Unknown
 }
 
-fn assign_path_phases(job: &mut Job) {
+fn assign_path_phases(job: &Job, readings: &mut [CounterReading]) {
     let phases: Vec<Phase> = job.files.iter().map(|f| phase_of_path(&f.path)).collect();
-    for c in &mut job.counters {
+    for c in readings.iter_mut() {
         if c.phase == Phase::Unknown
             && let Some(p) = phases.get(c.origin.file.0 as usize)
         {
@@ -75,10 +78,10 @@ fn assign_path_phases(job: &mut Job) {
 
 /// Dumps of one port without a phase in their path, ordered by when they
 /// were taken: the earliest is before, the latest after.
-fn assign_time_phases(job: &mut Job) {
+fn assign_time_phases(job: &Job, readings: &mut [CounterReading]) {
     let name_stamps: Vec<Option<u64>> = job.files.iter().map(|f| stamp_in_name(&f.path)).collect();
     let mut taken: BTreeMap<PortKey, BTreeSet<(u64, FileId)>> = BTreeMap::new();
-    for c in job.counters.iter().filter(|c| c.phase == Phase::Unknown) {
+    for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
         let stamp = c
             .taken_at
             .or_else(|| name_stamps.get(c.origin.file.0 as usize).copied().flatten());
@@ -108,11 +111,7 @@ fn assign_time_phases(job: &mut Job) {
             phase_of.insert((key.clone(), file), p);
         }
     }
-    for c in job
-        .counters
-        .iter_mut()
-        .filter(|c| c.phase == Phase::Unknown)
-    {
+    for c in readings.iter_mut().filter(|c| c.phase == Phase::Unknown) {
         if let Some(p) = phase_of.get(&(port_key(c), c.origin.file)) {
             c.phase = *p;
         }
@@ -198,8 +197,10 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
         saturated: false,
         reset: false,
         wrap_suspect: false,
-        before_idx: bi,
-        after_idx: ai,
+        cite: SourceLine {
+            origin: a.origin,
+            text: a.text.clone(),
+        },
     };
     let max = width.filter(|w| *w < 64).map(|w| (1u64 << w) - 1);
     let modular = a.source == CounterSource::RdmaStatistic && width == Some(32);

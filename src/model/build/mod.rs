@@ -34,18 +34,21 @@ pub fn build(
         events,
         ..Job::default()
     };
-    job.counters = tables.counters;
     job.ports = tables.ports;
     job.gids = tables.gids;
     job.flight = tables.flight;
     flight::synthesize(&mut job);
-    counters::collect(&mut job);
+    counters::collect(&mut job, tables.counters);
     identity::resolve(&mut job);
     network::collect(&mut job, &links);
     settings::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
     kernel::collect(&mut job);
+    // The tables grew by doubling while batches were merged; the job lives
+    // through the diagnosis, when memory peaks.
+    job.events.shrink_to_fit();
+    job.counter_deltas.shrink_to_fit();
     job
 }
 
