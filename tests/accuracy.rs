@@ -130,7 +130,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("cancelled", 6, 6, 6, 6),
     ("collective_mismatch", 6, 5, 5, 5),
     ("config_mismatch", 6, 6, 4, 5),
-    ("congestion", 6, 4, 2, 3),
+    ("congestion", 6, 5, 2, 4),
     ("cross_rail", 6, 4, 2, 1),
     ("firewall", 6, 6, 4, 5),
     ("gid_index", 6, 6, 6, 6),

@@ -305,3 +305,51 @@ fn every_corpus_kernel_log_with_known_messages_yields_events() {
         }
     }
 }
+
+/// Without NCCL INFO lines, the host's RDMA names come from `ibstat`; the
+/// kernel log's mlx5 functions then take them in PCI probe order, and the
+/// netdevs the kernel names (what `ethtool -S` counts) join their HCA.
+#[test]
+fn ibstat_names_and_dmesg_functions_tie_netdevs_to_hcas_in_probe_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("node007");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut dmesg = String::new();
+    for (pci, nd) in [
+        ("0000:1a:00.0", "enp26s0np0"),
+        ("0000:2c:00.0", "enp44s0np0"),
+    ] {
+        dmesg += &format!(
+            "[   12.000000] mlx5_core {pci}: firmware version: 28.39.1002\n\
+             [   14.000000] mlx5_core {pci} {nd}: renamed from eth0\n"
+        );
+    }
+    std::fs::write(dir.join("dmesg.txt"), dmesg).unwrap();
+    let mut ibstat = String::new();
+    for ca in ["mlx5_0", "mlx5_1"] {
+        ibstat += &format!(
+            "CA '{ca}'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tLink layer: Ethernet\n"
+        );
+    }
+    std::fs::write(dir.join("ibstat.txt"), ibstat).unwrap();
+    let a = common::analyze(tmp.path());
+    let nics = &a.job.kernel.hosts["node007"].nics;
+    let named: Vec<(&str, Option<&str>, bool)> = nics
+        .iter()
+        .map(|(pci, n)| {
+            (
+                pci.as_str(),
+                n.ibdev.as_deref(),
+                n.netdevs.contains("enp44s0np0"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("0000:1a:00.0", Some("mlx5_0"), false),
+            ("0000:2c:00.0", Some("mlx5_1"), true)
+        ]
+    );
+    assert!(nics.values().all(|n| n.ibdev_guessed));
+}

@@ -77,6 +77,18 @@ impl NicUse {
                     .insert((p.host.clone(), nd.clone()), p.device.clone());
             }
         }
+        // The kernel log names a NIC's netdev and, read or inferred from
+        // probe order, its RDMA device; the tables above win where they say.
+        for (host, devices) in &job.kernel.hosts {
+            for names in devices.nics.values() {
+                let Some(ibdev) = &names.ibdev else { continue };
+                for nd in &names.netdevs {
+                    u.netdevs
+                        .entry((Some(host.clone()), nd.clone()))
+                        .or_insert_with(|| ibdev.clone());
+                }
+            }
+        }
         u
     }
 

@@ -201,24 +201,39 @@ pub fn pci_from_name(name: &str) -> Option<String> {
         .then(|| format!("{dom:04x}:{bus:02x}:{slot:02x}.{func:x}"))
 }
 
-/// RDMA device names NCCL uses, tied to PCI functions: predictable names
-/// spell their address; `mlx5_N` names follow PCI probe order, which is used
-/// only when the kernel log shows every mlx5 function up to N and no line
-/// names any RDMA device of the host (then marked as guessed).
+/// RDMA device names NCCL or the fabric snapshots (ibstat, show_gids) use,
+/// tied to PCI functions: predictable names spell their address; `mlx5_N`
+/// names follow PCI probe order, which is used only when the kernel log
+/// shows every mlx5 function up to N and no line names any RDMA device of
+/// the host (then marked as guessed).
 fn names_from_nccl(job: &Job, map: &mut KernelMap) {
+    let mut names: BTreeMap<&str, BTreeSet<&String>> = BTreeMap::new();
     for (host, info) in &job.hosts {
+        names.entry(host).or_default().extend(info.nics.keys());
+    }
+    let snapshots = job
+        .ports
+        .iter()
+        .map(|p| (&p.host, &p.device))
+        .chain(job.gids.iter().map(|g| (&g.host, &g.device)));
+    for (host, device) in snapshots {
+        if let Some(h) = host {
+            names.entry(h).or_default().insert(device);
+        }
+    }
+    for (host, hcas) in names {
         let Some(devices) = map.hosts.get_mut(host) else {
             continue;
         };
-        for name in info.nics.keys() {
+        for &name in &hcas {
             if let Some(pci) = pci_from_name(name) {
                 let nic = devices.nics.entry(pci).or_default();
                 nic.ibdev.get_or_insert_with(|| name.clone());
             }
         }
-        let numbered: BTreeMap<usize, &String> = info
-            .nics
-            .keys()
+        let numbered: BTreeMap<usize, &String> = hcas
+            .iter()
+            .copied()
             .filter_map(|n| {
                 MLX_NAME
                     .captures(n)
