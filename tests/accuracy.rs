@@ -137,7 +137,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("gpu_fault", 6, 6, 5, 6),
     ("hca_fault", 6, 6, 6, 6),
     ("healthy", 6, 6, 6, 6),
-    ("link_flap", 6, 5, 5, 5),
+    ("link_flap", 6, 6, 6, 6),
     ("memlock", 6, 6, 6, 6),
     ("mtu_mismatch", 6, 5, 5, 5),
     ("packet_loss", 6, 6, 6, 6),

@@ -292,3 +292,31 @@ fn a_finished_job_with_rising_link_errors_is_degraded() {
     assert_eq!(v["collective"], Value::Null);
     assert_eq!(v["stuck_ranks"], serde_json::json!([]));
 }
+
+/// `perfquery` names the port by LID; the host's `ibstat` (Base lid) says
+/// which HCA and port that is, so the delta is placed on `mlx5_1`.
+#[test]
+fn a_perfquery_lid_is_placed_on_the_hca_ibstat_gives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ibstat = "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 2\n\t\tSM lid: 1\n\t\tLink layer: InfiniBand\n\
+                  CA 'mlx5_1'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 3\n\t\tSM lid: 1\n\t\tLink layer: InfiniBand\n";
+    write(dir.path(), "node009/ibstat.txt", ibstat);
+    let dump = |downed: u32| {
+        format!(
+            "# Port counters: Lid 3 port 1 (CapMask: 0x1400)\nPortSelect:......................1\nLinkDownedCounter:...............{downed}\n"
+        )
+    };
+    write(dir.path(), "node009/pre/perfquery.txt", &dump(1));
+    write(dir.path(), "node009/post/perfquery.txt", &dump(4));
+    let a = common::analyze(dir.path());
+    let d = a
+        .job
+        .counter_deltas
+        .iter()
+        .find(|d| d.name == "LinkDownedCounter")
+        .expect("a delta");
+    assert_eq!(
+        (d.device.as_str(), d.port, d.delta),
+        ("mlx5_1", Some(1), Some(3))
+    );
+}

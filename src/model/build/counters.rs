@@ -37,9 +37,40 @@ const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "fin
 /// 16k-rank job holds millions, and each delta carries what it cites.
 pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
     job.counter_readings = readings.len();
+    name_lids(job, &mut readings);
     assign_path_phases(job, &mut readings);
     assign_time_phases(job, &mut readings);
     job.counter_deltas = deltas(&readings);
+}
+
+/// `perfquery` names a port by its LID (`Lid 3`); the host's `ibstat` gives
+/// each port's base LID, so the reading joins its HCA and port (and pairs
+/// with sysfs dumps of the same port).
+fn name_lids(job: &Job, readings: &mut [CounterReading]) {
+    let by_lid: BTreeMap<(Option<&str>, u32), (&str, Option<u32>)> = job
+        .ports
+        .iter()
+        .filter_map(|p| {
+            let lid = p.lid.filter(|&l| l != 0)?;
+            Some(((p.host.as_deref(), lid), (p.device.as_str(), p.port)))
+        })
+        .collect();
+    if by_lid.is_empty() {
+        return;
+    }
+    for r in readings.iter_mut() {
+        let Some(lid) = r
+            .device
+            .strip_prefix("Lid ")
+            .and_then(|l| l.trim().parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some(&(device, port)) = by_lid.get(&(r.host.as_deref(), lid)) {
+            r.device = device.into();
+            r.port = r.port.or(port);
+        }
+    }
 }
 
 /// The phase a path names: the word nearest the file wins
