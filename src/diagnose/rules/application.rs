@@ -262,9 +262,11 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             .pg_states
             .get(&(hang.pg.clone(), *rank))
             .and_then(|s| s.evidence.first().copied());
+        // As direct as PyTorch's own fingerprint check: the same sequence
+        // number cannot hold two different collectives on healthy ranks.
         h.support(
             Source::Torch,
-            0.7,
+            0.85,
             ev,
             format!("rank {rank} timed out in a different collective at the same sequence number"),
         );
