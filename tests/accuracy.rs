@@ -139,7 +139,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("healthy", 6, 6, 6, 6),
     ("link_flap", 6, 6, 6, 6),
     ("memlock", 6, 6, 6, 6),
-    ("mtu_mismatch", 6, 5, 5, 5),
+    ("mtu_mismatch", 6, 6, 6, 6),
     ("packet_loss", 6, 6, 6, 6),
     ("port_degraded", 6, 6, 6, 6),
     ("process_crash", 6, 6, 6, 6),

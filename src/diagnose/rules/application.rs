@@ -439,11 +439,15 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
                 .rposition(|e| e.who.rank == Some(rank));
             h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line"));
         }
+        // Every hang has victims that time out; they back a stall only when
+        // a rank is shown behind, not when it merely printed nothing (its
+        // output may just be lost).
+        let corroborated = !hang.laggards.is_empty();
         for &idx in hang
             .evidence
             .iter()
             .filter(|&&i| ctx.job.events[i].kind == EventKind::WatchdogTimeout)
-            .take(3)
+            .take(if corroborated { 3 } else { 0 })
         {
             h.support(
                 Source::Torch,
