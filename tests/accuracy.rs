@@ -143,7 +143,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("packet_loss", 6, 6, 6, 6),
     ("port_degraded", 6, 6, 6, 6),
     ("process_crash", 6, 6, 6, 6),
-    ("rank_stalled", 6, 5, 5, 4),
+    ("rank_stalled", 6, 6, 6, 4),
     ("socket_interface", 6, 6, 5, 6),
 ];
 

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RawTime};
+use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RankInfo, RawTime};
 
 use super::short_host;
 
@@ -47,6 +47,16 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
         deaths.extend(death);
     }
     deaths.extend(child_failed_blocks(job));
+    // A launcher's report may be all a rank left: it still names its host.
+    for d in &deaths {
+        if let (Some(rank), Some(host)) = (d.rank, &d.host) {
+            let info = job.ranks.entry(rank).or_insert_with(|| RankInfo {
+                rank,
+                ..RankInfo::default()
+            });
+            info.host.get_or_insert_with(|| host.clone());
+        }
+    }
     job.deaths = deaths;
 }
 
