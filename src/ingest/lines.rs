@@ -63,6 +63,11 @@ impl<R: Read> ChunkReader<R> {
         self.stats
     }
 
+    /// The number the next line would get (lines read so far + 1).
+    pub fn next_line(&self) -> u64 {
+        self.next_line
+    }
+
     /// The next chunk of whole lines, or `None` at the end of the stream.
     pub fn next_chunk(&mut self) -> io::Result<Option<Chunk<'_>>> {
         self.buf.drain(..self.consumed);

@@ -22,14 +22,25 @@ const MAX_NESTING: usize = 4;
 pub struct Limits {
     /// Decompressed bytes one input (file or archive, all levels) may yield.
     pub max_decompressed: u64,
+    /// A plain log at least this large is cut into parts parsed in parallel.
+    pub split_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_decompressed: 64 << 30,
+            split_bytes: 64 << 20,
         }
     }
+}
+
+/// Parts a file of `size` bytes is cut into: two per `split_bytes`, at
+/// most four per thread, at least two.
+fn split_parts(size: u64, limits: Limits) -> usize {
+    let per_size = (size / limits.split_bytes.max(1)).saturating_mul(2);
+    let most = rayon::current_num_threads().max(1) * 4;
+    (per_size.min(most as u64) as usize).max(2)
 }
 
 /// One member of an archive and what parsing it gave.
@@ -65,7 +76,18 @@ pub fn parse_input(file: &InputFile, grammar: &Grammar, limits: Limits) -> Parse
     let mut stream = Budgeted::new(stream, &budget, limits.max_decompressed);
     let head = read_head(&mut stream);
     let Some(kind) = archive_kind(&head.bytes) else {
-        let mut parse = parse_with_head(head, stream, file, grammar);
+        let split = (compression == Compression::None
+            && head.error.is_none()
+            && file.size >= limits.split_bytes)
+            .then(|| {
+                let parts = split_parts(file.size, limits);
+                super::split::parse_split(file, grammar, &head.bytes, parts)
+            })
+            .flatten();
+        let mut parse = match split {
+            Some(parse) => parse,
+            None => parse_with_head(head, stream, file, grammar),
+        };
         if compression == Compression::None {
             note_change_while_read(&mut parse, file);
         }

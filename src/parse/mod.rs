@@ -10,6 +10,7 @@ pub mod nccl;
 pub mod paste;
 pub mod scan;
 pub mod selftest;
+pub mod split;
 pub mod stamps;
 pub mod tables;
 pub mod torch;

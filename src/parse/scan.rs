@@ -139,8 +139,21 @@ fn parse_head_and_rest(
             };
         }
     }
-    let mut scanner = Scanner::new(file, grammar, &profile);
-    let mut reader = ChunkReader::new(io::Cursor::new(head).chain(stream));
+    let (mut out, _) = scan_lines(io::Cursor::new(head).chain(stream), file, grammar, &profile);
+    dedup_links(&mut out);
+    out
+}
+
+/// Scans a stream of log lines with the file's sniffed profile: what one
+/// file, or one part of a split file, gives, and how many lines it held.
+pub(super) fn scan_lines(
+    stream: impl Read,
+    file: &InputFile,
+    grammar: &Grammar,
+    profile: &FileProfile,
+) -> (FileParse, u64) {
+    let mut scanner = Scanner::new(file, grammar, profile);
+    let mut reader = ChunkReader::new(stream);
     loop {
         match reader.next_chunk() {
             Ok(Some(chunk)) => scanner.scan_chunk(&chunk),
@@ -155,13 +168,13 @@ fn parse_head_and_rest(
         }
     }
     scanner.out.stats = reader.stats();
-    // Each channel prints the same peers again: one link per pair is enough.
-    scanner
-        .out
-        .links
-        .sort_unstable_by_key(|l| (l.anchor, l.src, l.dst));
-    scanner.out.links.dedup();
-    scanner.out
+    (scanner.out, reader.next_line() - 1)
+}
+
+/// Each channel prints the same peers again: one link per pair is enough.
+pub(super) fn dedup_links(out: &mut FileParse) {
+    out.links.sort_unstable_by_key(|l| (l.anchor, l.src, l.dst));
+    out.links.dedup();
 }
 
 /// Reads a table file whole (capped) and hands it to its parser.
