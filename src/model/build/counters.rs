@@ -17,6 +17,8 @@ use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Pha
 
 /// (host, device, port): the place a counter belongs to.
 type PortKey = (Option<String>, String, Option<u32>);
+/// (host, base LID) of an IB port.
+type HostLid<'a> = (Option<&'a str>, u32);
 /// (host, device, port, counter name).
 type CounterKey<'a> = (Option<&'a str>, &'a str, Option<u32>, &'a str);
 
@@ -47,7 +49,7 @@ pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
 /// each port's base LID, so the reading joins its HCA and port (and pairs
 /// with sysfs dumps of the same port).
 fn name_lids(job: &Job, readings: &mut [CounterReading]) {
-    let by_lid: BTreeMap<(Option<&str>, u32), (&str, Option<u32>)> = job
+    let by_lid: BTreeMap<HostLid<'_>, (&str, Option<u32>)> = job
         .ports
         .iter()
         .filter_map(|p| {
