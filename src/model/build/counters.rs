@@ -193,25 +193,31 @@ pub fn stamp_in_name(path: &str) -> Option<u64> {
 /// Pairs each counter's before and after readings. With several readings of
 /// one phase, the first before and the last after count.
 fn deltas(counters: &[CounterReading]) -> Vec<CounterDelta> {
-    let mut pairs: BTreeMap<CounterKey<'_>, (Option<usize>, Option<usize>)> = BTreeMap::new();
-    for (i, c) in counters.iter().enumerate() {
-        let key = (
+    // Sorting indices by key costs 4 bytes a reading; a map of keys cost
+    // ~100 (a 16k-rank job holds millions of readings).
+    let key = |i: u32| -> CounterKey<'_> {
+        let c = &counters[i as usize];
+        (
             c.host.as_deref(),
             c.device.as_str(),
             c.port,
             c.name.as_str(),
-        );
-        let slot = pairs.entry(key).or_default();
-        match c.phase {
-            Phase::Before if slot.0.is_none() => slot.0 = Some(i),
-            Phase::After => slot.1 = Some(i),
-            _ => {}
+        )
+    };
+    let mut order: Vec<u32> = (0..counters.len() as u32)
+        .filter(|&i| matches!(counters[i as usize].phase, Phase::Before | Phase::After))
+        .collect();
+    order.sort_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+    let mut out = Vec::new();
+    for group in order.chunk_by(|&a, &b| key(a) == key(b)) {
+        let phase = |i: &&u32| counters[**i as usize].phase;
+        let before = group.iter().find(|i| phase(i) == Phase::Before);
+        let after = group.iter().rev().find(|i| phase(i) == Phase::After);
+        if let (Some(&b), Some(&a)) = (before, after) {
+            out.push(delta(counters, b as usize, a as usize));
         }
     }
-    pairs
-        .into_values()
-        .filter_map(|(b, a)| Some(delta(counters, b?, a?)))
-        .collect()
+    out
 }
 
 fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
