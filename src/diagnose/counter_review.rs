@@ -168,10 +168,15 @@ fn congestion_medians<'a>(job: &'a Job, kb: &CounterKnowledge) -> BTreeMap<&'a s
     }
     rises
         .into_iter()
-        .filter(|(_, v)| v.len() >= SPREAD_MIN_PORTS)
-        .map(|(name, mut v)| {
+        .filter_map(|(name, mut v)| {
+            // Ports where the counter did not move hold no delta: zeros.
+            let ports = (job.counter_ports.get(name).copied().unwrap_or(0) as usize).max(v.len());
+            if ports < SPREAD_MIN_PORTS {
+                return None;
+            }
+            v.resize(ports, 0);
             v.sort_unstable();
-            (name, v[v.len() / 2])
+            Some((name, v[ports / 2]))
         })
         .collect()
 }

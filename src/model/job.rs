@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use compact_str::CompactString;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -189,7 +190,13 @@ pub struct Job {
     /// are paired into `counter_deltas` and dropped).
     pub counter_readings: usize,
     /// Counters read both before and after, per host / device / port / name.
+    /// Only the counters that moved (rose, reset, saturated or wrapped):
+    /// most error counters stay at zero, and millions of still deltas would
+    /// only take memory.
     pub counter_deltas: Vec<CounterDelta>,
+    /// Counter name → how many ports it was read on before and after,
+    /// moved or not (the fabric-wide spread of a counter needs the zeros).
+    pub counter_ports: BTreeMap<CompactString, u32>,
     /// Port states from fabric snapshots.
     pub ports: Vec<PortSnapshot>,
     /// GID tables from snapshots.

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
+use compact_str::CompactString;
 use regex::Regex;
 
 use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Phase, SourceLine};
@@ -42,7 +43,9 @@ pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
     name_lids(job, &mut readings);
     assign_path_phases(job, &mut readings);
     assign_time_phases(job, &mut readings);
-    job.counter_deltas = deltas(&readings);
+    let (deltas, ports) = deltas(&readings);
+    job.counter_deltas = deltas;
+    job.counter_ports = ports;
 }
 
 /// `perfquery` names a port by its LID (`Lid 3`); the host's `ibstat` gives
@@ -192,7 +195,7 @@ pub fn stamp_in_name(path: &str) -> Option<u64> {
 
 /// Pairs each counter's before and after readings. With several readings of
 /// one phase, the first before and the last after count.
-fn deltas(counters: &[CounterReading]) -> Vec<CounterDelta> {
+fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactString, u32>) {
     // Sorting indices by key costs 4 bytes a reading; a map of keys cost
     // ~100 (a 16k-rank job holds millions of readings).
     let key = |i: u32| -> CounterKey<'_> {
@@ -209,15 +212,21 @@ fn deltas(counters: &[CounterReading]) -> Vec<CounterDelta> {
         .collect();
     order.sort_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
     let mut out = Vec::new();
+    let mut ports: BTreeMap<CompactString, u32> = BTreeMap::new();
     for group in order.chunk_by(|&a, &b| key(a) == key(b)) {
         let phase = |i: &&u32| counters[**i as usize].phase;
         let before = group.iter().find(|i| phase(i) == Phase::Before);
         let after = group.iter().rev().find(|i| phase(i) == Phase::After);
         if let (Some(&b), Some(&a)) = (before, after) {
-            out.push(delta(counters, b as usize, a as usize));
+            let d = delta(counters, b as usize, a as usize);
+            *ports.entry(d.name.clone()).or_default() += 1;
+            let moved = d.delta != Some(0) || d.reset || d.saturated || d.wrap_suspect;
+            if moved {
+                out.push(d);
+            }
         }
     }
-    out
+    (out, ports)
 }
 
 fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
@@ -299,7 +308,18 @@ mod tests {
             reading(name, b, Phase::Before, width),
             reading(name, a, Phase::After, width),
         ];
-        deltas(&c).remove(0)
+        deltas(&c).0.remove(0)
+    }
+
+    #[test]
+    fn a_still_counter_counts_its_port_but_keeps_no_delta() {
+        let c = vec![
+            reading("symbol_error", 7, Phase::Before, Some(16)),
+            reading("symbol_error", 7, Phase::After, Some(16)),
+        ];
+        let (deltas, ports) = deltas(&c);
+        assert!(deltas.is_empty());
+        assert_eq!(ports.get("symbol_error"), Some(&1));
     }
 
     #[test]
