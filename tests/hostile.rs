@@ -8,7 +8,23 @@ use std::process::Command;
 mod common;
 
 fn run(job: &Path, out: &Path) -> (i32, serde_json::Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_ncclpm"))
+    let (code, doc, _) = run_via(&[], job, out);
+    (code, doc)
+}
+
+/// `ncclpm analyze`, started through `wrapper` (a command and its
+/// arguments, e.g. `setpriv …`) when one is given; also its stderr.
+fn run_via(wrapper: &[&str], job: &Path, out: &Path) -> (i32, serde_json::Value, String) {
+    let bin = env!("CARGO_BIN_EXE_ncclpm");
+    let mut cmd = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let o = cmd
         .args([
             "analyze",
             job.to_str().unwrap(),
@@ -23,7 +39,7 @@ fn run(job: &Path, out: &Path) -> (i32, serde_json::Value) {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(serde_json::Value::Null);
-    (code, doc)
+    (code, doc, String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 const WARN: &str = "node1:10:11 [0] misc/socket.cc:1 NCCL WARN socketProgress: Connection closed by remote peer node2<1234>";
@@ -240,36 +256,22 @@ fn an_unreadable_file_is_skipped_and_said() {
     open(&out, 0o777);
 
     let as_root = std::fs::File::open(&secret).is_ok();
-    let mut cmd = if as_root {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_ncclpm"));
-        c
+    let wrapper: &[&str] = if as_root {
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]
     } else {
-        Command::new(env!("CARGO_BIN_EXE_ncclpm"))
+        &[]
     };
-    let o = cmd
-        .args([
-            "analyze",
-            job.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
-    if as_root && !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("setpriv") {
+    let (code, doc, stderr) = run_via(wrapper, &job, &out);
+    if as_root && code != 0 && stderr.contains("setpriv") {
         eprintln!("setpriv cannot drop privileges here; the permission case is not exercised");
         return;
     }
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(code, 0, "{stderr}");
     let skipped = doc["skipped"].as_array().unwrap();
     let entry = skipped
         .iter()
