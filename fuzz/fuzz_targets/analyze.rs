@@ -14,6 +14,8 @@ static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
     let mut e = Engine::new(Grammar::builtin().unwrap(), Knowledge::builtin().unwrap());
     e.limits = Limits {
         max_decompressed: 8 << 20,
+        // Small enough that plain inputs are also cut into parts.
+        split_bytes: 512,
     };
     e
 });

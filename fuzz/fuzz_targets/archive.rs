@@ -16,6 +16,8 @@ fuzz_target!(|data: &[u8]| {
     let files = discover(dir.path()).unwrap().files;
     let limits = Limits {
         max_decompressed: 8 << 20,
+        // Small enough that plain inputs are also cut into parts.
+        split_bytes: 512,
     };
     for f in &files {
         let _ = parse_input(f, &GRAMMAR, limits);
