@@ -204,30 +204,27 @@ fn host_list(hosts: &BTreeSet<String>) -> String {
 /// an axis decided by a majority before one decided by a tie-break.
 fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) {
     let reference = job.ranks.get(&0).and_then(|r| r.host.as_deref());
-    let mut best: Option<(bool, usize, BTreeSet<String>)> = None;
-    for (order, axis) in axes.iter().enumerate() {
-        let Some((odd, by_majority)) = axis.odd_hosts(reference) else {
-            continue;
-        };
-        let better = best.as_ref().is_none_or(|(m, o, _)| {
-            (by_majority, std::cmp::Reverse(order)) > (*m, std::cmp::Reverse(*o))
-        });
-        if better {
-            best = Some((by_majority, order, odd));
-        }
-    }
-    let Some((_, _, odd)) = best else { return };
-    let mut ranks: BTreeSet<u32> = BTreeSet::new();
-    for host in &odd {
-        if let Some(info) = job.hosts.get(host) {
-            ranks.extend(info.ranks.iter().copied());
-        }
-    }
-    h.host = odd
+    let found: Vec<(BTreeSet<String>, bool)> =
+        axes.iter().filter_map(|a| a.odd_hosts(reference)).collect();
+    let Some((odd, _)) = found
         .iter()
-        .min_by_key(|host| job.hosts.get(*host).and_then(|i| i.ranks.first().copied()))
-        .cloned();
-    h.ranks = ranks;
+        .find(|(_, by_majority)| *by_majority)
+        .or(found.first())
+    else {
+        return;
+    };
+    let first_rank = |host: &String| {
+        job.hosts
+            .get(host)
+            .and_then(|i| i.ranks.first().copied())
+            .unwrap_or(u32::MAX)
+    };
+    h.host = odd.iter().min_by_key(|host| first_rank(host)).cloned();
+    h.ranks = odd
+        .iter()
+        .filter_map(|host| job.hosts.get(host))
+        .flat_map(|info| info.ranks.iter().copied())
+        .collect();
 }
 
 /// NCCL's own complaints that a peer runs another release or transport.
@@ -278,5 +275,49 @@ fn truncated_bootstrap(job: &Job, h: &mut Hypothesis) {
             Some(idx),
             "a bootstrap message had another size than expected: peers on different NCCL releases",
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(deviant: fn(&str) -> bool, values: &[(&str, &str)]) -> Axis {
+        let mut a = Axis::new("x", 0.5, deviant);
+        for (value, host) in values {
+            a.add(value, host, None);
+        }
+        a
+    }
+
+    fn hosts(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_minority_differs() {
+        let a = axis(
+            never,
+            &[("2.21.5", "n1"), ("2.21.5", "n2"), ("2.18.3", "n3")],
+        );
+        assert_eq!(a.odd_hosts(Some("n3")), Some((hosts(&["n3"]), true)));
+    }
+
+    #[test]
+    fn an_even_split_leans_to_the_explicit_setting_then_away_from_rank_0() {
+        let set = axis(is_set, &[("1", "n1"), (UNSET, "n2")]);
+        assert_eq!(set.odd_hosts(Some("n1")), Some((hosts(&["n1"]), false)));
+        let net = axis(is_socket, &[("IB", "n1"), ("Socket", "n2")]);
+        assert_eq!(net.odd_hosts(None), Some((hosts(&["n2"]), false)));
+        let release = axis(never, &[("2.21.5", "n1"), ("2.18.3", "n2")]);
+        assert_eq!(release.odd_hosts(Some("n1")), Some((hosts(&["n2"]), false)));
+        assert_eq!(release.odd_hosts(None), None);
+    }
+
+    #[test]
+    fn one_value_everywhere_is_no_mismatch() {
+        let a = axis(never, &[("2.21.5", "n1"), ("2.21.5", "n2")]);
+        assert!(!a.differs());
+        assert_eq!(a.odd_hosts(Some("n1")), None);
     }
 }
