@@ -102,6 +102,16 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     Some(h)
 }
 
+/// A cause that lies with these ranks sits on the first one's host and GPU,
+/// and its text lists them all.
+fn on_the_ranks(job: &crate::model::Job, h: &mut Hypothesis, ranks: &BTreeSet<u32>) {
+    let info = ranks.iter().next().and_then(|r| job.ranks.get(r));
+    h.host = info.and_then(|i| i.host.clone());
+    h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    h.value("rank", list.join(", "));
+}
+
 /// A cause that lies with one rank sits on its host and GPU.
 fn on_the_one_rank(job: &crate::model::Job, h: &mut Hypothesis) {
     if let [rank] = h.ranks.iter().copied().collect::<Vec<_>>()[..] {
@@ -192,18 +202,8 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if h.ranks.is_empty() {
         return None;
     }
-    let first = *h.ranks.iter().next()?;
-    let info = ctx.job.ranks.get(&first);
-    h.host = info.and_then(|i| i.host.clone());
-    h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
-    h.value(
-        "rank",
-        h.ranks
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    let ranks = h.ranks.clone();
+    on_the_ranks(ctx.job, &mut h, &ranks);
     Some(h)
 }
 
@@ -358,19 +358,7 @@ fn barrier_while_one_rank_works(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis
             format!("a one-element collective (a barrier) #{seq} timed out: a rank was busy elsewhere, typically the main process doing set-up work alone"),
         );
     }
-    if let Some(&r) = stuck.iter().next() {
-        let info = ctx.job.ranks.get(&r);
-        h.host = info.and_then(|i| i.host.clone());
-        h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
-    }
-    h.value(
-        "rank",
-        stuck
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    on_the_ranks(ctx.job, &mut h, &stuck);
     h.value(
         "op",
         hang.op.clone().unwrap_or_else(|| "the barrier".into()),
@@ -396,18 +384,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         return None;
     }
     let mut h = Hypothesis::new(CauseKind::RankStalled);
-    let first = *culprits.iter().next()?;
-    let info = ctx.job.ranks.get(&first);
-    h.host = info.and_then(|i| i.host.clone());
-    h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
-    h.value(
-        "rank",
-        culprits
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    on_the_ranks(ctx.job, &mut h, &culprits);
     h.value(
         "op",
         hang.op.clone().unwrap_or_else(|| "the collective".into()),
