@@ -295,7 +295,7 @@ fn weigh(severity: Severity, large: bool, usage: &Use, stuck: &BTreeSet<u32>) ->
         Use::Used(ranks) if ranks.iter().any(|r| stuck.contains(r)) => base + 0.15,
         Use::Used(_) => base + 0.05,
         Use::Unused => base * 0.5,
-        Use::Unknown => base,
+        Use::Likely(_) | Use::Unknown => base,
     };
     if large { w.min(0.7) } else { w.min(SMALL_CAP) }
 }

@@ -182,7 +182,7 @@ fn finding(
 fn weight_for((used, unknown, unused): Weights, usage: &Use) -> f64 {
     match usage {
         Use::Used(_) => used,
-        Use::Unknown => unknown,
+        Use::Likely(_) | Use::Unknown => unknown,
         Use::Unused => unused,
     }
 }

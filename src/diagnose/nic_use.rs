@@ -4,8 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::Job;
+use std::sync::LazyLock;
+
+use compact_str::CompactString;
+use regex::Regex;
+
 use crate::model::build::short_host_of;
+use crate::model::{CounterSource, Job, RankInfo};
 
 /// How the job uses one NIC.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +19,9 @@ pub enum Use {
     Used(BTreeSet<u32>),
     /// The job's ranks on that host use other NICs, or the host is not in the job.
     Unused,
+    /// The logs do not say; NCCL's default (each GPU takes the NIC nearest
+    /// to it) and the host's NIC count make these ranks its likely users.
+    Likely(BTreeSet<u32>),
     /// The logs do not say which NICs the host's ranks use.
     Unknown,
 }
@@ -24,13 +32,13 @@ impl Use {
         match self {
             Use::Used(_) => Some(true),
             Use::Unused => Some(false),
-            Use::Unknown => None,
+            Use::Likely(_) | Use::Unknown => None,
         }
     }
 
     pub fn ranks(&self) -> BTreeSet<u32> {
         match self {
-            Use::Used(r) => r.clone(),
+            Use::Used(r) | Use::Likely(r) => r.clone(),
             _ => BTreeSet::new(),
         }
     }
@@ -42,6 +50,11 @@ pub struct NicUse {
     by_host: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
     /// Hosts with ranks whose NIC lists are unknown.
     unlisted: BTreeSet<String>,
+    /// (host, netdev) of ethtool dumps: a netdev no table ties to an HCA is
+    /// of unknown use, not unused.
+    ethtool: BTreeSet<(String, String)>,
+    /// host → HCA → ranks, guessed where no rank of the host listed its NICs.
+    likely: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
     /// The job named hosts for its ranks.
     mapped: bool,
     /// (host, netdev) → HCA, from GID tables and `rdma link`.
@@ -89,7 +102,86 @@ impl NicUse {
                 }
             }
         }
+        u.ethtool = job
+            .counter_devices
+            .iter()
+            .filter(|(_, src)| **src == CounterSource::Ethtool)
+            .filter_map(|((h, d), _)| Some((short_host_of(h.as_deref()?), d.to_string())))
+            .collect();
+        u.guess_netdevs(job);
+        u.likely = likely_users(job, &u);
         u
+    }
+
+    /// Netdevs no table ties to an HCA (`ethtool -S` was dumped, the kernel
+    /// log was not): when a host's unmapped netdevs and HCAs are equally
+    /// many, both in PCI order, the k-th netdev is the k-th HCA. Predictable
+    /// netdev names carry the PCI bus (`enp26s0np0` is bus 0x1a), and mlx5
+    /// devices are numbered in probe order, which is PCI order.
+    fn guess_netdevs(&mut self, job: &Job) {
+        let mut hosts: BTreeSet<String> = BTreeSet::new();
+        hosts.extend(
+            job.counter_devices
+                .keys()
+                .filter_map(|(h, _)| h.as_deref().map(short_host_of)),
+        );
+        for host in hosts {
+            let on_host = |h: &Option<CompactString>| {
+                h.as_deref().map(short_host_of).as_deref() == Some(host.as_str())
+            };
+            let mapped_hcas: BTreeSet<&String> = self
+                .netdevs
+                .iter()
+                .filter(|((h, _), _)| {
+                    h.as_deref().map(short_host_of).as_deref() == Some(host.as_str())
+                })
+                .map(|(_, hca)| hca)
+                .collect();
+            let mut hcas: BTreeSet<String> = host_hcas(job, &host).into_iter().collect();
+            hcas.extend(
+                self.by_host
+                    .get(&host)
+                    .into_iter()
+                    .flat_map(|m| m.keys().cloned()),
+            );
+            hcas.extend(
+                job.counter_devices
+                    .iter()
+                    .filter(|((h, _), src)| on_host(h) && **src != CounterSource::Ethtool)
+                    .map(|((_, d), _)| d.to_string()),
+            );
+            let mut free_hcas: Vec<String> = hcas
+                .into_iter()
+                .filter(|h| !mapped_hcas.contains(h))
+                .collect();
+            let netdevs: Vec<String> = job
+                .counter_devices
+                .iter()
+                .filter(|((h, d), src)| {
+                    on_host(h)
+                        && **src == CounterSource::Ethtool
+                        && !self
+                            .netdevs
+                            .contains_key(&(Some(host.clone()), d.to_string()))
+                })
+                .map(|((_, d), _)| d.to_string())
+                .collect();
+            if netdevs.is_empty() || netdevs.len() != free_hcas.len() {
+                continue;
+            }
+            let Some(mut ordered) = netdevs
+                .iter()
+                .map(|n| pci_order(n).map(|k| (k, n.clone())))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            ordered.sort();
+            free_hcas.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+            for ((_, nd), hca) in ordered.into_iter().zip(free_hcas) {
+                self.netdevs.insert((Some(host.clone()), nd), hca);
+            }
+        }
     }
 
     /// The HCA a netdev belongs to (ethtool counters name the netdev).
@@ -112,9 +204,215 @@ impl NicUse {
             None => Use::Unused,
             Some(hcas) => match hcas.get(device) {
                 Some(ranks) => Use::Used(ranks.clone()),
-                None if self.unlisted.contains(&host) => Use::Unknown,
+                None if self.ethtool.contains(&(host.clone(), device.to_string())) => Use::Unknown,
+                None if self.unlisted.contains(&host) => self
+                    .likely
+                    .get(&host)
+                    .and_then(|hcas| hcas.get(device))
+                    .map_or(Use::Unknown, |r| Use::Likely(r.clone())),
                 None => Use::Unused,
             },
         }
+    }
+}
+
+/// Where no rank of a host listed its NICs: if the host has exactly one
+/// RDMA device per GPU slot, local rank k most likely sends over the k-th
+/// device in probe order. NCCL gives each GPU the NIC nearest to it, and on
+/// rail-built servers GPU k and NIC k share a PCIe switch. Any other count
+/// leaves the host unknown.
+fn likely_users(job: &Job, u: &NicUse) -> BTreeMap<String, BTreeMap<String, BTreeSet<u32>>> {
+    let mut out = BTreeMap::new();
+    for host in &u.unlisted {
+        let ranks = host_ranks(job, host);
+        if ranks.is_empty() || ranks.iter().any(|r| !r.nics_listed.is_empty()) {
+            continue;
+        }
+        let hcas = host_hcas(job, host);
+        if hcas.len() != slots_per_host(job, &ranks) {
+            continue;
+        }
+        let mut by_hca: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        for r in &ranks {
+            let local = r.local_rank.unwrap_or(r.rank % hcas.len() as u32);
+            if let Some(hca) = hcas.get(local as usize) {
+                by_hca.entry(hca.clone()).or_default().insert(r.rank);
+            }
+        }
+        out.insert(host.clone(), by_hca);
+    }
+    out
+}
+
+/// GPU slots on one host: its ranks, or the world spread evenly over the
+/// job's hosts, or the highest local rank, whichever is most.
+fn slots_per_host(job: &Job, ranks: &[&RankInfo]) -> usize {
+    let hosts: BTreeSet<String> = job
+        .ranks
+        .values()
+        .filter_map(|i| i.host.as_deref().map(short_host_of))
+        .collect();
+    let even = match (job.world_size, hosts.len() as u32) {
+        (Some(w), h) if h > 0 && w % h == 0 => w / h,
+        _ => 0,
+    };
+    let top_local = ranks
+        .iter()
+        .filter_map(|r| r.local_rank)
+        .max()
+        .map_or(0, |l| l + 1);
+    (ranks.len() as u32).max(even).max(top_local) as usize
+}
+
+/// The host's ranks.
+fn host_ranks<'a>(job: &'a Job, host: &str) -> Vec<&'a RankInfo> {
+    job.ranks
+        .values()
+        .filter(|i| i.host.as_deref().map(short_host_of).as_deref() == Some(host))
+        .collect()
+}
+
+/// The RDMA devices a host's snapshots and kernel log name, in probe order
+/// (`mlx5_2` before `mlx5_10`).
+fn host_hcas(job: &Job, host: &str) -> Vec<String> {
+    let on_host = |h: Option<&str>| h.map(short_host_of).as_deref() == Some(host);
+    let mut hcas: BTreeSet<String> = BTreeSet::new();
+    hcas.extend(
+        job.ports
+            .iter()
+            .filter(|p| on_host(p.host.as_deref()))
+            .map(|p| p.device.clone()),
+    );
+    hcas.extend(
+        job.gids
+            .iter()
+            .filter(|g| on_host(g.host.as_deref()))
+            .map(|g| g.device.clone()),
+    );
+    for (h, devices) in &job.kernel.hosts {
+        if on_host(Some(h)) {
+            hcas.extend(devices.nics.values().filter_map(|n| n.ibdev.clone()));
+        }
+    }
+    let mut hcas: Vec<String> = hcas.into_iter().collect();
+    hcas.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    hcas
+}
+
+/// Where a netdev sits in PCI order, from its predictable name
+/// (`enp26s0f1np1`, `enP1p3s0np0`: domain, bus, slot, function, port) or
+/// its IPoIB number (`ib3`). `None` for names that do not say (`eth0`).
+fn pci_order(netdev: &str) -> Option<[u64; 5]> {
+    static NAME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^en(?:P(\d+))?p(\d+)s(\d+)(?:f(\d+))?(?:np(\d+))?$").expect("valid")
+    });
+    if let Some(n) = netdev.strip_prefix("ib") {
+        return n.parse().ok().map(|n| [0, 0, 0, 0, n]);
+    }
+    let c = NAME.captures(netdev)?;
+    let num = |i: usize| c.get(i).map_or(Some(0), |m| m.as_str().parse().ok());
+    Some([num(1)?, num(2)?, num(3)?, num(4)?, num(5)?])
+}
+
+/// `mlx5_10` → ("mlx5_", 10): device names sort by their trailing number.
+fn natural_key(name: &str) -> (&str, u64, &str) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, num) = name.split_at(name.len() - digits);
+    (stem, num.parse().unwrap_or(0), name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PortSnapshot;
+
+    /// Two hosts of four ranks each, NCCL INFO off, `ibstat` on both.
+    fn quiet_job() -> Job {
+        let mut job = Job {
+            world_size: Some(8),
+            ..Job::default()
+        };
+        for rank in 0..8 {
+            let host = if rank < 4 { "n1" } else { "n2" };
+            job.ranks.insert(
+                rank,
+                RankInfo {
+                    rank,
+                    host: Some(host.into()),
+                    local_rank: Some(rank % 4),
+                    ..RankInfo::default()
+                },
+            );
+        }
+        for host in ["n1", "n2"] {
+            for dev in ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"] {
+                job.ports.push(PortSnapshot {
+                    host: Some(host.into()),
+                    device: dev.into(),
+                    port: Some(1),
+                    ..PortSnapshot::default()
+                });
+            }
+        }
+        job
+    }
+
+    #[test]
+    fn one_nic_per_gpu_makes_local_rank_k_the_likely_user_of_the_kth() {
+        let job = quiet_job();
+        let u = NicUse::new(&job);
+        assert_eq!(u.of(Some("n2"), "mlx5_1"), Use::Likely(BTreeSet::from([5])));
+        assert_eq!(u.of(Some("n2"), "mlx5_1").as_flag(), None);
+    }
+
+    #[test]
+    fn a_nic_count_that_does_not_match_the_gpus_stays_unknown() {
+        let mut job = quiet_job();
+        job.ports.push(PortSnapshot {
+            host: Some("n1".into()),
+            device: "mlx5_4".into(),
+            port: Some(1),
+            ..PortSnapshot::default()
+        });
+        let u = NicUse::new(&job);
+        assert_eq!(u.of(Some("n1"), "mlx5_0"), Use::Unknown);
+        assert_eq!(u.of(Some("n2"), "mlx5_0"), Use::Likely(BTreeSet::from([4])));
+    }
+
+    #[test]
+    fn predictable_netdev_names_follow_pci_order_onto_the_hcas() {
+        let mut job = quiet_job();
+        // Bus 0x5f, 0x1a, 0x3c, 0x2c: PCI order is enp26, enp44, enp60, enp95.
+        for nd in ["enp95s0np0", "enp26s0np0", "enp60s0np0", "enp44s0np0"] {
+            job.counter_devices
+                .insert((Some("n1".into()), nd.into()), CounterSource::Ethtool);
+        }
+        let u = NicUse::new(&job);
+        assert_eq!(u.hca_of(Some("n1"), "enp26s0np0"), "mlx5_0");
+        assert_eq!(u.hca_of(Some("n1"), "enp60s0np0"), "mlx5_2");
+        assert_eq!(u.hca_of(Some("n1"), "enp95s0np0"), "mlx5_3");
+        assert_eq!(
+            u.of(Some("n1"), "enp44s0np0"),
+            Use::Likely(BTreeSet::from([1]))
+        );
+    }
+
+    #[test]
+    fn a_netdev_no_table_ties_to_an_hca_is_of_unknown_use() {
+        let mut job = quiet_job();
+        job.ranks.get_mut(&0).unwrap().nics_listed = vec![("mlx5_0".into(), Some(1))];
+        job.counter_devices
+            .insert((Some("n1".into()), "eth7".into()), CounterSource::Ethtool);
+        let u = NicUse::new(&job);
+        assert_eq!(u.of(Some("n1"), "eth7"), Use::Unknown);
+    }
+
+    #[test]
+    fn pci_order_reads_predictable_and_ipoib_names() {
+        assert_eq!(pci_order("enp26s0np0"), Some([0, 26, 0, 0, 0]));
+        assert_eq!(pci_order("enP1p3s0f1np1"), Some([1, 3, 0, 1, 1]));
+        assert_eq!(pci_order("ib3"), Some([0, 0, 0, 0, 3]));
+        assert_eq!(pci_order("eth0"), None);
+        assert!(natural_key("mlx5_2") < natural_key("mlx5_10"));
     }
 }

@@ -241,10 +241,12 @@ mod tests {
         assert_eq!(se.cause, Some(CauseKind::LinkFlap));
         assert_eq!(k.lookup("LinkDownedCounter").unwrap().name, "link_downed");
         assert_eq!(k.lookup("link_down_counter").unwrap().name, "link_downed");
-        assert_eq!(k.lookup("rx_prio3_pause").unwrap().name, "prio_pause");
+        assert_eq!(k.lookup("rx_prio3_pause").unwrap().name, "rx_prio_pause");
+        assert_eq!(k.lookup("rx_prio3_pause").unwrap().side, Side::Requester);
+        assert_eq!(k.lookup("tx_prio3_pause").unwrap().side, Side::Local);
         assert_eq!(
             k.lookup("tx_prio3_pause_duration").unwrap().name,
-            "prio_pause_duration"
+            "tx_prio_pause_duration"
         );
         assert_eq!(k.lookup("ch12_eq_rearm").unwrap().name, "eq_rearm");
         assert!(k.lookup("ch12_poll").unwrap().context);

@@ -196,6 +196,7 @@ event_kinds! {
     NcclNetSocket => "nccl_net_socket",
     NcclNetSelected => "nccl_net_selected",
     NcclChannel => "nccl_channel",
+    NcclTrees => "nccl_trees",
     NcclEnvSetting => "nccl_env_setting",
     // NCCL: failures
     IbCompletionError => "ib_completion_error",

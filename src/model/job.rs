@@ -8,7 +8,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernel::KernelMap;
-use super::{CounterDelta, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime};
+use super::{
+    CounterDelta, CounterSource, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
+};
 
 /// Index into `Job::events`.
 pub type EventIdx = usize;
@@ -197,6 +199,9 @@ pub struct Job {
     /// Counter name → how many ports it was read on before and after,
     /// moved or not (the fabric-wide spread of a counter needs the zeros).
     pub counter_ports: BTreeMap<CompactString, u32>,
+    /// Every (host, device) whose counters were read before and after, and
+    /// the tool that read them: the host's NICs, moved or not.
+    pub counter_devices: BTreeMap<(Option<CompactString>, CompactString), CounterSource>,
     /// Port states from fabric snapshots.
     pub ports: Vec<PortSnapshot>,
     /// GID tables from snapshots.

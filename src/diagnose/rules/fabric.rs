@@ -78,11 +78,13 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
         }
     }
     let connected = connections_worked(ctx, hang);
+    let shared_gid = gid_everywhere_but_few_failed(ctx.job, &findings);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
         let mut f = f.clone();
-        if connected && f.cause == CauseKind::GidIndex {
+        if (connected || shared_gid) && f.cause == CauseKind::GidIndex {
             // A GID that does not route fails the first connection; a job
-            // whose connections came up was not stopped by it.
+            // whose connections came up was not stopped by it, and one that
+            // every host shares cannot be why only a few connections failed.
             f.weight *= LATE_GID_FACTOR;
         }
         add_finding(&mut by_place, ctx.job, &f, &stuck);
@@ -113,6 +115,33 @@ fn connections_worked(ctx: &Ctx<'_>, hang: Option<&Hang>) -> bool {
                 && e.text_field("phase") == Some("COMPLETE")
                 && e.int("nranks").map(|n| n as u32) == job.world_size
         })
+}
+
+/// Every host of the job shows the GID finding, yet fewer than half the
+/// ranks saw a connection fail: the others connected with the same GID.
+fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding]) -> bool {
+    let hosts: BTreeSet<String> = job
+        .ranks
+        .values()
+        .filter_map(|i| i.host.as_deref().map(short_host_of))
+        .collect();
+    let flagged: BTreeSet<String> = findings
+        .iter()
+        .filter(|f| f.cause == CauseKind::GidIndex)
+        .filter_map(|f| f.host.as_deref().map(short_host_of))
+        .collect();
+    let failed: BTreeSet<u32> = job
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::VerbsCallFailed | EventKind::IbCompletionError
+            )
+        })
+        .filter_map(|e| e.who.rank)
+        .collect();
+    hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
 }
 
 /// For a requester-side counter, the host its NIC's ranks talk to over the

@@ -104,6 +104,14 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.support.first().map(|s| s.why.clone()).unwrap_or_default(),
         );
     }
+    // A connection that times out fails on both ends: the rank every
+    // reporter talks to is the bad end.
+    for kind in [CauseKind::CrossRail, CauseKind::GidIndex] {
+        if let Some(h) = hyps.get_mut(&kind) {
+            super::common_peer::locate(ctx.job, h);
+            super::common_peer::name_the_nic(ctx.job, h);
+        }
+    }
     // The locked-memory limit is the host's (its container, its ulimit):
     // every rank there hits it, not only those whose failure was logged.
     if let Some(h) = hyps.get_mut(&CauseKind::Memlock) {

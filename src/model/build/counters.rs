@@ -46,6 +46,7 @@ pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
     let (deltas, ports) = deltas(&readings);
     job.counter_deltas = deltas;
     job.counter_ports = ports;
+    job.counter_devices = devices(&readings);
 }
 
 /// `perfquery` names a port by its LID (`Lid 3`); the host's `ibstat` gives
@@ -227,6 +228,28 @@ fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactSt
         }
     }
     (out, ports)
+}
+
+/// The devices read in both phases, with the tool that read them.
+fn devices(
+    counters: &[CounterReading],
+) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
+    let mut phases: BTreeMap<
+        (Option<&CompactString>, &CompactString),
+        (bool, bool, CounterSource),
+    > = BTreeMap::new();
+    for c in counters {
+        let e = phases
+            .entry((c.host.as_ref(), &c.device))
+            .or_insert((false, false, c.source));
+        e.0 |= c.phase == Phase::Before;
+        e.1 |= c.phase == Phase::After;
+    }
+    phases
+        .into_iter()
+        .filter(|(_, (b, a, _))| *b && *a)
+        .map(|((h, d), (_, _, src))| ((h.cloned(), d.clone()), src))
+        .collect()
 }
 
 fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {

@@ -12,6 +12,7 @@ mod identity;
 mod kernel;
 mod network;
 mod settings;
+mod trees;
 
 use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
@@ -41,6 +42,7 @@ pub fn build(
     counters::collect(&mut job, tables.counters);
     identity::resolve(&mut job);
     network::collect(&mut job, &links);
+    trees::collect(&mut job);
     settings::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);

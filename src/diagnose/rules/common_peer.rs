@@ -1,0 +1,147 @@
+//! Which end of failed connections is the bad one.
+//!
+//! A connection that cannot be set up fails on both of its ends, so the
+//! ranks that report it are the bad NIC's rank and its peers alike. When
+//! one reporting rank is the network peer of every other reporter (NCCL's
+//! channel lines), its NIC is the one all the failures share: it is the
+//! culprit and the others are victims. Two ranks that only name each other
+//! stay a tie.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::hypothesis::Hypothesis;
+use crate::model::Job;
+use crate::model::build::short_host_of;
+
+/// Moves `h` onto the one reporting rank every other reporter talks to, and
+/// names its NIC; leaves `h` as it is when no single rank is shared.
+pub fn locate(job: &Job, h: &mut Hypothesis) {
+    let Some(rank) = shared_rank(job, &h.ranks) else {
+        return;
+    };
+    let Some(info) = job.ranks.get(&rank) else {
+        return;
+    };
+    let others: BTreeSet<u32> = h.ranks.iter().copied().filter(|&r| r != rank).collect();
+    h.host = info.host.clone().or(h.host.take());
+    h.peer_host = most_common_host(job, &others).or(h.peer_host.take());
+    h.ranks = BTreeSet::from([rank]);
+    h.device = None;
+    h.port = None;
+    name_the_nic(job, h);
+}
+
+/// Where every rank of `h` on its host sends over one NIC, that NIC is the
+/// place (a cause about connections sits on a port, not on a host).
+pub fn name_the_nic(job: &Job, h: &mut Hypothesis) {
+    if h.device.is_some() || h.ranks.is_empty() {
+        return;
+    }
+    let mut nics = BTreeSet::new();
+    for r in &h.ranks {
+        let Some(info) = job.ranks.get(r) else { return };
+        if info.host.as_deref().map(short_host_of) != h.host.as_deref().map(short_host_of) {
+            return;
+        }
+        let used = info.nics();
+        if used.len() != 1 || info.net_devs_used.is_empty() {
+            return;
+        }
+        nics.extend(used);
+    }
+    if nics.len() == 1
+        && let Some((device, port)) = nics.pop_first()
+    {
+        h.device = Some(device);
+        h.port = port;
+    }
+}
+
+/// The reporter that is a network peer of all other reporters (at least
+/// two), when exactly one is.
+fn shared_rank(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
+    if reporters.len() < 3 {
+        return None;
+    }
+    let mut peers: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for l in &job.links {
+        if reporters.contains(&l.src) && reporters.contains(&l.dst) {
+            peers.entry(l.src).or_default().insert(l.dst);
+            peers.entry(l.dst).or_default().insert(l.src);
+        }
+    }
+    let mut shared = reporters
+        .iter()
+        .copied()
+        .filter(|r| peers.get(r).is_some_and(|p| p.len() + 1 == reporters.len()));
+    let first = shared.next()?;
+    shared.next().is_none().then_some(first)
+}
+
+fn most_common_host(job: &Job, ranks: &BTreeSet<u32>) -> Option<String> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in ranks {
+        if let Some(h) = job.ranks.get(r).and_then(|i| i.host.clone()) {
+            *counts.entry(h).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(h, _)| h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CauseKind, NetLink, RankInfo};
+
+    fn job() -> Job {
+        let mut job = Job::default();
+        for rank in 0..16 {
+            let host = if rank < 8 { "a" } else { "b" };
+            job.ranks.insert(
+                rank,
+                RankInfo {
+                    rank,
+                    host: Some(host.into()),
+                    nics_listed: vec![(format!("mlx5_{}", rank % 8), Some(1))],
+                    net_devs_used: BTreeSet::from([0]),
+                    ..RankInfo::default()
+                },
+            );
+        }
+        // Ring 7 → 8, tree 0 ↔ 8, ring 15 → 0.
+        job.links = vec![
+            NetLink { src: 7, dst: 8 },
+            NetLink { src: 0, dst: 8 },
+            NetLink { src: 15, dst: 0 },
+        ];
+        job
+    }
+
+    #[test]
+    fn the_rank_every_reporter_talks_to_is_the_bad_end() {
+        let job = job();
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.host = Some("a".into());
+        h.ranks = BTreeSet::from([0, 7, 8]);
+        locate(&job, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([8]));
+        assert_eq!(h.host.as_deref(), Some("b"));
+        assert_eq!(h.peer_host.as_deref(), Some("a"));
+        assert_eq!(h.device.as_deref(), Some("mlx5_0"));
+        assert_eq!(h.port, Some(1));
+    }
+
+    #[test]
+    fn two_ranks_naming_each_other_stay_a_tie() {
+        let job = job();
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.host = Some("a".into());
+        h.ranks = BTreeSet::from([0, 8]);
+        locate(&job, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([0, 8]));
+        assert_eq!(h.host.as_deref(), Some("a"));
+    }
+}

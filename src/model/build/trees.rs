@@ -1,0 +1,126 @@
+//! NCCL's `Trees` lines: each rank's tree parent and children per channel.
+//! Between hosts a tree edge is a network connection like a channel line's,
+//! and NCCL prints the trees before it connects anything, so they name a
+//! rank's network peers even where the connections then failed.
+
+use std::collections::BTreeSet;
+
+use crate::model::{EventIdx, EventKind, Job, NetLink};
+
+use super::short_host_of;
+
+/// How far from a `Trees` line its communicator's init line may be.
+const INIT_SEARCH: usize = 64;
+
+/// Adds the world communicator's tree edges between hosts to `job.links`.
+pub fn collect(job: &mut Job) {
+    let Some(world) = world_size(job) else { return };
+    let mut links = Vec::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        if ev.kind != EventKind::NcclTrees || !of_world(job, idx, world) {
+            continue;
+        }
+        for (me, peer) in tree_edges(ev.text_field("trees").unwrap_or("")) {
+            if on_different_hosts(job, me, peer) {
+                links.push(NetLink { src: me, dst: peer });
+            }
+        }
+    }
+    if links.is_empty() {
+        return;
+    }
+    job.links.extend(links);
+    job.links.sort_unstable();
+    job.links.dedup();
+}
+
+fn world_size(job: &Job) -> Option<u32> {
+    job.world_size.or_else(|| {
+        job.events
+            .iter()
+            .filter(|e| e.kind == EventKind::NcclCommInit)
+            .filter_map(|e| e.int("nranks"))
+            .max()
+            .and_then(|n| u32::try_from(n).ok())
+    })
+}
+
+/// The line belongs to the world communicator: the init line of its
+/// communicator (the next `Init COMPLETE`, else the last `Init START` or
+/// layout line before it, in the same file) counts the world's ranks. With
+/// neither (an init that failed on NCCL < 2.18.3), its rank must be the
+/// process's own.
+fn of_world(job: &Job, idx: EventIdx, world: u32) -> bool {
+    let ev = &job.events[idx];
+    let same_file = |e: &&crate::model::Event| e.origin.file == ev.origin.file;
+    let is_init = |e: &&crate::model::Event| e.kind == EventKind::NcclCommInit;
+    let after = job.events[idx + 1..]
+        .iter()
+        .take(INIT_SEARCH)
+        .take_while(same_file)
+        .find(is_init)
+        .filter(|e| e.text_field("phase") == Some("COMPLETE"));
+    let before = || {
+        job.events[..idx]
+            .iter()
+            .rev()
+            .take(INIT_SEARCH)
+            .take_while(same_file)
+            .find(is_init)
+    };
+    match after.or_else(before) {
+        Some(init) => init.int("nranks") == Some(i64::from(world)),
+        None => {
+            let me = tree_edges(ev.text_field("trees").unwrap_or(""))
+                .first()
+                .map(|&(me, _)| me);
+            me.is_some() && me == ev.who.rank
+        }
+    }
+}
+
+/// `[0] 14/-1/-1->12->11 [1] 26->25->-1/-1/-1` → (12, 14), (12, 11), (25, 26):
+/// the middle number is the rank itself in either order NCCL printed.
+pub fn tree_edges(text: &str) -> Vec<(u32, u32)> {
+    let mut out = BTreeSet::new();
+    for item in text.split_whitespace().filter(|t| !t.starts_with('[')) {
+        let parts: Vec<&str> = item.split("->").collect();
+        let [a, me, b] = parts[..] else { continue };
+        let Ok(me) = me.parse::<u32>() else { continue };
+        for peer in a.split('/').chain(b.split('/')) {
+            if let Ok(p) = peer.parse::<u32>()
+                && p != me
+            {
+                out.insert((me, p));
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+fn on_different_hosts(job: &Job, a: u32, b: u32) -> bool {
+    let host = |r: u32| {
+        job.ranks
+            .get(&r)
+            .and_then(|i| i.host.as_deref())
+            .map(short_host_of)
+    };
+    matches!((host(a), host(b)), (Some(x), Some(y)) if x != y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_orders_of_nccl_trees_give_the_neighbours() {
+        // 2.7+ prints children/…->me->parent, 2.4–2.6 parent->me->children.
+        assert_eq!(
+            tree_edges("[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1"),
+            vec![(12, 4), (12, 11), (12, 14)]
+        );
+        assert_eq!(tree_edges("[0] 26->25->-1/-1/-1"), vec![(25, 26)]);
+        assert!(tree_edges("[0] -1/-1/-1->0->-1").is_empty());
+        assert!(tree_edges("[0] garbage->x").is_empty());
+    }
+}
