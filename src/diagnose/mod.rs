@@ -44,7 +44,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let stuck_ranks: Vec<u32> = if healthy || status == Status::Degraded {
         Vec::new()
     } else {
-        select::stuck_ranks(&choice, hang.as_ref())
+        select::stuck_ranks(job, &choice, hang.as_ref())
     };
     let named = collective::named(&ctx, hang.as_ref()).filter(|_| !healthy);
     let collective_cited = named.as_ref().and_then(|n| n.cited);

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{CauseKind, EventKind};
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, EventKind, Job};
 
 use super::hang::Hang;
 use super::hypothesis::{Hypothesis, Source};
@@ -312,7 +313,9 @@ fn init_completed(ctx: &Ctx<'_>) -> bool {
 }
 
 /// The culprits: the chosen cause's ranks, else the ranks that fell behind.
-pub fn stuck_ranks(choice: &Choice, hang: Option<&Hang>) -> Vec<u32> {
+/// A cause placed on a host without its ranks: the ones there that never
+/// wrote a line are those the others waited for.
+pub fn stuck_ranks(job: &Job, choice: &Choice, hang: Option<&Hang>) -> Vec<u32> {
     if !choice.best.ranks.is_empty() {
         return choice.best.ranks.iter().copied().collect();
     }
@@ -320,6 +323,17 @@ pub fn stuck_ranks(choice: &Choice, hang: Option<&Hang>) -> Vec<u32> {
     let mut ranks: BTreeSet<u32> = hang.laggards.keys().copied().collect();
     if ranks.is_empty() && hang.silent.len() <= 8 {
         ranks.extend(hang.silent.iter().copied());
+    }
+    if ranks.is_empty()
+        && let Some(host) = choice.best.host.as_deref().map(short_host_of)
+    {
+        let on_host = |r: &&u32| {
+            job.ranks
+                .get(r)
+                .and_then(|i| i.host.as_deref())
+                .is_some_and(|h| short_host_of(h) == host)
+        };
+        ranks.extend(hang.no_logs.iter().filter(on_host).take(8));
     }
     ranks.into_iter().collect()
 }

@@ -132,7 +132,11 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if h.support.is_empty() {
         return None;
     }
-    place(job, &axes, &mut h);
+    if place(job, &axes, &mut h) == Some(false) {
+        details.push(
+            "the hosts split evenly: the side named is the one that sets a variable the other leaves at its default, falls back to sockets, or differs from rank 0's host".into(),
+        );
+    }
     details.dedup();
     h.value("detail", details.join("; "));
     Some(h)
@@ -202,17 +206,15 @@ fn host_list(hosts: &BTreeSet<String>) -> String {
 
 /// Culprit hosts and ranks from the strongest axis that singles some out:
 /// an axis decided by a majority before one decided by a tie-break.
-fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) {
+/// Returns whether a majority decided, `None` when no axis singles out any.
+fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) -> Option<bool> {
     let reference = job.ranks.get(&0).and_then(|r| r.host.as_deref());
     let found: Vec<(BTreeSet<String>, bool)> =
         axes.iter().filter_map(|a| a.odd_hosts(reference)).collect();
-    let Some((odd, _)) = found
+    let (odd, by_majority) = found
         .iter()
         .find(|(_, by_majority)| *by_majority)
-        .or(found.first())
-    else {
-        return;
-    };
+        .or(found.first())?;
     let first_rank = |host: &String| {
         job.hosts
             .get(host)
@@ -225,6 +227,7 @@ fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) {
         .filter_map(|host| job.hosts.get(host))
         .flat_map(|info| info.ranks.iter().copied())
         .collect();
+    Some(*by_majority)
 }
 
 /// NCCL's own complaints that a peer runs another release or transport.

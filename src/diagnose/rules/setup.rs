@@ -285,7 +285,12 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         };
         // The host that could not be reached is the suspect; the ranks that
         // tried to connect are its victims (the same rule as for IB errors).
-        let target = peer.clone().filter(|p| job.hosts.contains_key(p));
+        // A peer known only by its address is still the suspect: no host
+        // of the job printed that address (its ranks logged nothing), and
+        // blaming the reporter would name a victim.
+        let target = peer
+            .clone()
+            .filter(|p| job.hosts.contains_key(p) || p.parse::<std::net::IpAddr>().is_ok());
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
             match &target {
                 Some(t) => {

@@ -105,7 +105,40 @@ fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
             map.entry((host.to_string(), pid)).or_insert(rank);
         }
     }
+    for (key, rank) in tree_ranks(job) {
+        map.entry(key).or_insert(rank);
+    }
     map
+}
+
+/// (host, pid) → rank from NCCL's `Trees` lines, which every rank prints
+/// for every communicator before connecting it: the only line naming a
+/// rank whose init failed on NCCL < 2.18.3 (no init line yet). A process
+/// whose lines name different ranks (several communicators, none known to
+/// be the world's) gives none.
+fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
+    let mut seen: BTreeMap<HostPid, BTreeSet<u32>> = BTreeMap::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        if ev.kind != EventKind::NcclTrees {
+            continue;
+        }
+        let (Some(host), Some(pid)) = (ev.who.host.as_deref(), ev.who.pid) else {
+            continue;
+        };
+        let nranks = super::trees::comm_nranks(job, idx);
+        if nranks.is_some() && nranks != job.world_size.map(i64::from) {
+            continue;
+        }
+        if let Some(rank) = super::trees::tree_rank(ev.text_field("trees").unwrap_or("")) {
+            seen.entry((host.to_string(), pid))
+                .or_default()
+                .insert(rank);
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, ranks)| ranks.len() == 1)
+        .filter_map(|(key, mut ranks)| Some((key, ranks.pop_first()?)))
+        .collect()
 }
 
 /// (host, local rank) → global rank: from NCCL's layout line (2.21+) and from

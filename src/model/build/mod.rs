@@ -4,6 +4,7 @@
 //! then the network picture, the process groups and the deaths; the kernel
 //! logs last, as they join onto all of these (and add deaths).
 
+mod blocks;
 mod collectives;
 mod counters;
 mod deaths;
@@ -46,6 +47,7 @@ pub fn build(
     settings::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);
+    blocks::place_silent_ranks(&mut job);
     kernel::collect(&mut job);
     // The tables grew by doubling while batches were merged; the job lives
     // through the diagnosis, when memory peaks.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{EventIdx, EventKind, Job, NetLink};
+use crate::model::{Event, EventIdx, EventKind, Job, NetLink};
 
 use super::short_host_of;
 
@@ -45,15 +45,27 @@ fn world_size(job: &Job) -> Option<u32> {
     })
 }
 
-/// The line belongs to the world communicator: the init line of its
-/// communicator (the next `Init COMPLETE`, else the last `Init START` or
-/// layout line before it, in the same file) counts the world's ranks. With
-/// neither (an init that failed on NCCL < 2.18.3), its rank must be the
-/// process's own.
+/// The line belongs to the world communicator: its communicator counts the
+/// world's ranks or, where no init line says, its rank is the process's own.
 fn of_world(job: &Job, idx: EventIdx, world: u32) -> bool {
     let ev = &job.events[idx];
-    let same_file = |e: &&crate::model::Event| e.origin.file == ev.origin.file;
-    let is_init = |e: &&crate::model::Event| e.kind == EventKind::NcclCommInit;
+    match comm_nranks(job, idx) {
+        Some(n) => n == i64::from(world),
+        None => {
+            let me = tree_rank(ev.text_field("trees").unwrap_or(""));
+            me.is_some() && me == ev.who.rank
+        }
+    }
+}
+
+/// The size of the communicator a line at `idx` was printed for: from the
+/// next `Init COMPLETE`, else the last `Init START` or layout line before
+/// it, in the same file. `None` where neither is near (an init that failed
+/// on NCCL < 2.18.3).
+pub(super) fn comm_nranks(job: &Job, idx: EventIdx) -> Option<i64> {
+    let file = job.events[idx].origin.file;
+    let same_file = |e: &&Event| e.origin.file == file;
+    let is_init = |e: &&Event| e.kind == EventKind::NcclCommInit;
     let after = job.events[idx + 1..]
         .iter()
         .take(INIT_SEARCH)
@@ -68,15 +80,13 @@ fn of_world(job: &Job, idx: EventIdx, world: u32) -> bool {
             .take_while(same_file)
             .find(is_init)
     };
-    match after.or_else(before) {
-        Some(init) => init.int("nranks") == Some(i64::from(world)),
-        None => {
-            let me = tree_edges(ev.text_field("trees").unwrap_or(""))
-                .first()
-                .map(|&(me, _)| me);
-            me.is_some() && me == ev.who.rank
-        }
-    }
+    after.or_else(before).and_then(|init| init.int("nranks"))
+}
+
+/// The rank a `Trees` line is printed for (the same in every channel).
+pub fn tree_rank(text: &str) -> Option<u32> {
+    let item = text.split_whitespace().find(|t| !t.starts_with('['))?;
+    item.split("->").nth(1)?.parse().ok()
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 26->25->-1/-1/-1` → (12, 14), (12, 11), (25, 26):

@@ -1,0 +1,119 @@
+//! Hosts for ranks that left no line, from the launcher's block layout.
+//!
+//! torchrun, Slurm's default distribution and mpirun `--map-by node`'s
+//! opposite all give each host a contiguous block of ranks: host k holds
+//! ranks k·S … k·S + S − 1 for S ranks per host. Where every host whose
+//! ranks are known fits one block, and no two hosts share one, a rank that
+//! never wrote a line sits on the host owning its block. Any other layout
+//! (round-robin, uneven hosts) leaves such ranks without a host.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{Job, RankInfo};
+
+use super::short_host_of;
+
+pub fn place_silent_ranks(job: &mut Job) {
+    let Some(owners) = block_owners(job) else {
+        return;
+    };
+    let world = world(job);
+    let per_host = world / owners.len().max(1) as u32;
+    for rank in 0..world {
+        let has_host = job.ranks.get(&rank).is_some_and(|i| i.host.is_some());
+        if has_host {
+            continue;
+        }
+        let Some(host) = owners.get(&(rank / per_host)) else {
+            continue;
+        };
+        let info = job.ranks.entry(rank).or_insert_with(|| RankInfo {
+            rank,
+            ..RankInfo::default()
+        });
+        info.host = Some(host.clone());
+        if let Some(h) = job.hosts.get_mut(host) {
+            h.ranks.insert(rank);
+        }
+    }
+}
+
+fn world(job: &Job) -> u32 {
+    job.world_size
+        .or_else(|| job.ranks.keys().max().map(|&r| r + 1))
+        .unwrap_or(0)
+}
+
+/// Block index → host, when the known ranks fit one block per host.
+fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
+    let mut by_host: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for (&rank, info) in &job.ranks {
+        if let Some(h) = &info.host {
+            by_host.entry(short_host_of(h)).or_default().insert(rank);
+            names.entry(short_host_of(h)).or_insert_with(|| h.clone());
+        }
+    }
+    let world = world(job);
+    let hosts = by_host.len() as u32;
+    if hosts < 2 || world == 0 || world % hosts != 0 {
+        return None;
+    }
+    let per_host = world / hosts;
+    let mut owners = BTreeMap::new();
+    for (host, ranks) in &by_host {
+        let blocks: BTreeSet<u32> = ranks.iter().map(|r| r / per_host).collect();
+        let [block] = blocks.into_iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        if owners.insert(block, names[host].clone()).is_some() {
+            return None;
+        }
+    }
+    Some(owners)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(known: &[(u32, &str)], world: u32) -> Job {
+        let mut job = Job {
+            world_size: Some(world),
+            ..Job::default()
+        };
+        for &(rank, host) in known {
+            job.ranks.insert(
+                rank,
+                RankInfo {
+                    rank,
+                    host: Some(host.into()),
+                    ..RankInfo::default()
+                },
+            );
+        }
+        job
+    }
+
+    #[test]
+    fn a_rank_without_lines_joins_the_host_owning_its_block() {
+        let mut j = job(&[(0, "a"), (3, "a"), (5, "b"), (7, "b")], 8);
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&1].host.as_deref(), Some("a"));
+        assert_eq!(j.ranks[&4].host.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn round_robin_ranks_are_left_alone() {
+        let mut j = job(&[(0, "a"), (1, "b"), (2, "a"), (3, "b")], 8);
+        place_silent_ranks(&mut j);
+        assert!(!j.ranks.contains_key(&4));
+    }
+
+    #[test]
+    fn two_hosts_in_one_block_are_left_alone() {
+        let mut j = job(&[(0, "a"), (1, "b")], 8);
+        place_silent_ranks(&mut j);
+        assert!(!j.ranks.contains_key(&2));
+    }
+}
