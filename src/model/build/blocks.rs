@@ -56,7 +56,7 @@ fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
     }
     let world = world(job);
     let hosts = by_host.len() as u32;
-    if hosts < 2 || world == 0 || world % hosts != 0 {
+    if hosts < 2 || world == 0 || !world.is_multiple_of(hosts) {
         return None;
     }
     let per_host = world / hosts;
