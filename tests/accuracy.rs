@@ -129,12 +129,12 @@ fn run(job: &Job, root: &Path) -> (Score, String) {
 const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("cancelled", 6, 6, 6, 6),
     ("collective_mismatch", 6, 6, 6, 6),
-    ("config_mismatch", 6, 6, 4, 5),
-    ("congestion", 6, 5, 2, 4),
-    ("cross_rail", 6, 4, 2, 1),
-    ("firewall", 6, 6, 4, 5),
+    ("config_mismatch", 6, 6, 5, 5),
+    ("congestion", 6, 6, 6, 6),
+    ("cross_rail", 6, 6, 5, 5),
+    ("firewall", 6, 6, 5, 5),
     ("gid_index", 6, 6, 6, 6),
-    ("gpu_fault", 6, 6, 5, 6),
+    ("gpu_fault", 6, 6, 6, 6),
     ("hca_fault", 6, 6, 6, 6),
     ("healthy", 6, 6, 6, 6),
     ("link_flap", 6, 6, 6, 6),
@@ -144,7 +144,7 @@ const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("port_degraded", 6, 6, 6, 6),
     ("process_crash", 6, 6, 6, 6),
     ("rank_stalled", 6, 6, 6, 4),
-    ("socket_interface", 6, 6, 5, 6),
+    ("socket_interface", 6, 6, 6, 6),
 ];
 
 #[derive(Debug, Default, Clone, Copy)]

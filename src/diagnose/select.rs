@@ -22,9 +22,29 @@ pub struct Choice {
 /// Folds hypotheses of one kind about one host together: a crash seen in the
 /// launcher's summary and in the peers' closed sockets is one crash.
 pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+    let (placed, loose): (Vec<Hypothesis>, Vec<Hypothesis>) =
+        hyps.into_iter().partition(|h| h.device.is_some());
     let mut out: Vec<Hypothesis> = Vec::new();
-    for h in hyps {
+    for h in placed {
         match out.iter_mut().find(|o| same_story(o, &h)) {
+            Some(o) => absorb(o, h),
+            None => out.push(h),
+        }
+    }
+    // A cause known only by host joins the port on that host that shares
+    // its ranks, else the best-supported one, not merely the first.
+    for h in loose {
+        let best = out
+            .iter_mut()
+            .filter(|o| same_story(o, &h))
+            .rev()
+            .max_by(|a, b| {
+                let shares = |o: &Hypothesis| !o.ranks.is_disjoint(&h.ranks);
+                shares(a)
+                    .cmp(&shares(b))
+                    .then(a.confidence().total_cmp(&b.confidence()))
+            });
+        match best {
             Some(o) => absorb(o, h),
             None => out.push(h),
         }

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, EventKind};
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, EventKind, Job};
 
 use super::Ctx;
 
@@ -369,6 +370,16 @@ fn barrier_while_one_rank_works(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis
     Some(h)
 }
 
+/// Hosts whose launcher stopped its workers after one of them failed
+/// (torchrun's `Sending process N closing signal SIGTERM`).
+fn hosts_stopped_by_launcher(job: &Job) -> BTreeSet<String> {
+    job.events
+        .iter()
+        .filter(|e| e.kind == EventKind::ClosingSignal)
+        .filter_map(|e| e.who.host.as_deref().map(short_host_of))
+        .collect()
+}
+
 /// Ranks behind (or silent) with nothing wrong in their own logs.
 fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let world = ctx.job.all_ranks().len().max(1);
@@ -407,14 +418,34 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     }
     if silent_is_meaningful {
         let victims = hang.timed_out.len();
-        let weight = if victims >= 2 { 0.6 } else { 0.4 };
+        let stopped = hosts_stopped_by_launcher(ctx.job);
+        let host_of = |r: u32| {
+            ctx.job
+                .ranks
+                .get(&r)
+                .and_then(|i| i.host.as_deref())
+                .map(short_host_of)
+        };
         for &rank in &hang.silent {
+            // A launcher that stops a host's workers once one of them fails
+            // may stop a rank whose own watchdog had not fired yet.
+            let (weight, maybe) = match (
+                victims >= 2,
+                host_of(rank).is_some_and(|h| stopped.contains(&h)),
+            ) {
+                (true, false) => (0.6, ""),
+                (true, true) => (
+                    0.4,
+                    "; the launcher stopped its host's workers, perhaps before its watchdog fired",
+                ),
+                (false, _) => (0.4, ""),
+            };
             let last_line = ctx
                 .job
                 .events
                 .iter()
                 .rposition(|e| e.who.rank == Some(rank));
-            h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line"));
+            h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line{maybe}"));
         }
         // Every hang has victims that time out; they back a stall only when
         // a rank is shown behind, not when it merely printed nothing (its

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::counter_review::{CounterRow, review};
-use crate::diagnose::fabric_check::{FabricFinding, check};
+use crate::diagnose::fabric_check::{FabricFinding, FindingKind, check};
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::diagnose::nic_use::NicUse;
@@ -78,9 +78,15 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
         }
     }
     let connected = connections_worked(ctx, hang);
-    let shared_gid = gid_everywhere_but_few_failed(ctx.job, &findings);
+    let shared_gid = gid_everywhere_but_few_failed(ctx.job, &findings, hang.is_some());
+    let forced_gid = gid_index_forced(ctx.job);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
         let mut f = f.clone();
+        if forced_gid && f.kind == FindingKind::GidIndexDefault {
+            // EINVAL from ibv_modify_qp means an explicit index (NCCL's
+            // default, 0, always exists): the default's finding is moot.
+            f.weight *= LATE_GID_FACTOR;
+        }
         if (connected || shared_gid) && f.cause == CauseKind::GidIndex {
             // A GID that does not route fails the first connection; a job
             // whose connections came up was not stopped by it, and one that
@@ -117,9 +123,23 @@ fn connections_worked(ctx: &Ctx<'_>, hang: Option<&Hang>) -> bool {
         })
 }
 
-/// Every host of the job shows the GID finding, yet fewer than half the
-/// ranks saw a connection fail: the others connected with the same GID.
-fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding]) -> bool {
+/// The job set NCCL_IB_GID_INDEX, or a queue pair rejected its GID with
+/// EINVAL (only an explicit index can name a missing entry).
+fn gid_index_forced(job: &Job) -> bool {
+    job.env.contains_key("NCCL_IB_GID_INDEX")
+        || job.events.iter().any(|e| {
+            e.kind == EventKind::VerbsCallFailed
+                && e.text_field("call") == Some("ibv_modify_qp")
+                && (e.int("errno") == Some(22)
+                    || e.text_field("error")
+                        .is_some_and(|t| t.to_ascii_lowercase().contains("invalid argument")))
+        })
+}
+
+/// Nothing failed or hung at all, or every host of the job shows the GID
+/// finding yet fewer than half the ranks saw a connection fail: the others
+/// connected with the same GID.
+fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bool) -> bool {
     let hosts: BTreeSet<String> = job
         .ranks
         .values()
@@ -130,17 +150,23 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding]) -> bool 
         .filter(|f| f.cause == CauseKind::GidIndex)
         .filter_map(|f| f.host.as_deref().map(short_host_of))
         .collect();
-    let failed: BTreeSet<u32> = job
-        .events
-        .iter()
-        .filter(|e| {
+    let failures = || {
+        job.events.iter().filter(|e| {
             matches!(
                 e.kind,
                 EventKind::VerbsCallFailed | EventKind::IbCompletionError
             )
         })
-        .filter_map(|e| e.who.rank)
-        .collect();
+    };
+    let anything_failed = failures().next().is_some()
+        || job
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::BootstrapError | EventKind::SocketError));
+    if !anything_failed {
+        return !hung;
+    }
+    let failed: BTreeSet<u32> = failures().filter_map(|e| e.who.rank).collect();
     hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
 }
 

@@ -54,6 +54,7 @@ fn completion_reports(job: &Job) -> Vec<Report> {
             peer_host: e
                 .text_field("peer")
                 .and_then(|p| job.host_of_addr(p))
+                .or_else(|| host_of_gid(job, e.text_field("remote_gid")?))
                 .map(str::to_string),
         })
         .collect();
@@ -248,6 +249,11 @@ fn locate_on_suspect(
     if !on_rail.is_empty() {
         ends = on_rail;
     }
+    // Several reporters that all send to one of the suspect's ranks: that
+    // rank's port is the one they share.
+    if let Some(shared) = shared_end(job, &reporter_ranks, &ends) {
+        ends = BTreeSet::from([shared]);
+    }
     if ends.is_empty()
         && let Some(hang) = hang
     {
@@ -264,6 +270,42 @@ fn locate_on_suspect(
         h.port = dev.1;
     }
     h.ranks.extend(ends);
+}
+
+/// The host whose GID table holds `gid` (NCCL 2.19+ prints the remote GID;
+/// the peer's bootstrap address may be in no log when its NCCL INFO is off).
+fn host_of_gid<'j>(job: &'j Job, gid: &str) -> Option<&'j str> {
+    let gid: Ipv6Addr = gid.parse().ok()?;
+    let mut hosts = job
+        .gids
+        .iter()
+        .filter(|g| g.gid.parse::<Ipv6Addr>().is_ok_and(|a| a == gid))
+        .filter_map(|g| g.host.as_deref());
+    let first = hosts.next()?;
+    hosts.all(|h| h == first).then_some(first)
+}
+
+/// The one end every reporter (at least two) sends to, when there is
+/// exactly one and the reporters reach more than it. A completion error is
+/// printed by the rank whose send failed, so only its sends count.
+fn shared_end(job: &Job, reporters: &BTreeSet<u32>, ends: &BTreeSet<u32>) -> Option<u32> {
+    if reporters.len() < 2 || ends.len() < 2 {
+        return None;
+    }
+    let linked = |rep: u32| -> BTreeSet<u32> {
+        job.links
+            .iter()
+            .filter(|l| l.src == rep && ends.contains(&l.dst))
+            .map(|l| l.dst)
+            .collect()
+    };
+    let mut common = ends.clone();
+    for &rep in reporters {
+        common = common.intersection(&linked(rep)).copied().collect();
+    }
+    let mut it = common.into_iter();
+    let first = it.next()?;
+    it.next().is_none().then_some(first)
 }
 
 /// The suspect's GID table entry that the reporters' `remoteGid` names: the

@@ -54,9 +54,19 @@ fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
             names.entry(short_host_of(h)).or_insert_with(|| h.clone());
         }
     }
+    // Hosts of the job whose ranks are all unknown still hold a block: a
+    // folder or snapshot names them.
+    let mut idle: BTreeSet<String> = job
+        .files
+        .iter()
+        .filter_map(|f| f.hints.host.as_deref())
+        .chain(job.hosts.keys().map(String::as_str))
+        .map(short_host_of)
+        .filter(|h| !by_host.contains_key(h))
+        .collect();
     let world = world(job);
-    let hosts = by_host.len() as u32;
-    if hosts < 2 || world == 0 || !world.is_multiple_of(hosts) {
+    let hosts = (by_host.len() + idle.len()) as u32;
+    if by_host.is_empty() || hosts < 2 || world == 0 || !world.is_multiple_of(hosts) {
         return None;
     }
     let per_host = world / hosts;
@@ -69,6 +79,13 @@ fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
         if owners.insert(block, names[host].clone()).is_some() {
             return None;
         }
+    }
+    // One host without known ranks and one block without a host: its block.
+    let free: Vec<u32> = (0..hosts).filter(|b| !owners.contains_key(b)).collect();
+    if let ([block], Some(host)) = (&free[..], idle.pop_first())
+        && idle.is_empty()
+    {
+        owners.insert(*block, host);
     }
     Some(owners)
 }
@@ -101,6 +118,22 @@ mod tests {
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&1].host.as_deref(), Some("a"));
         assert_eq!(j.ranks[&4].host.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_host_known_only_by_its_folder_takes_the_free_block() {
+        let mut j = job(&[(4, "b"), (5, "b")], 8);
+        j.files.push(crate::model::FileInfo {
+            path: "a/ibstat.txt".into(),
+            hints: crate::model::PathHints {
+                host: Some("a".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&0].host.as_deref(), Some("a"));
+        assert_eq!(j.ranks[&7].host.as_deref(), Some("b"));
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn resolve(job: &mut Job) {
                     .and_then(|(h, l)| by_local.get(&(h.clone(), l)).copied())
             });
     }
+    resolve_by_host_offset(job, &by_local);
     resolve_by_file(job);
     resolve_by_default_group_rank(job);
     build_rank_infos(job, &by_pid);
@@ -168,6 +169,38 @@ fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, 
         }
     }
     map
+}
+
+/// torchrun numbers ranks `node_rank × nproc_per_node + local_rank`: where
+/// every known (local rank, rank) pair of a host has the same offset, a
+/// worker of that host known only by its local rank (a log folder, a
+/// `[default7]:` prefix) has rank offset + local rank.
+fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<(String, u32), u32>) {
+    // (pairs seen, offsets): one pair alone could be a coincidence of a
+    // round-robin layout.
+    let mut offsets: BTreeMap<&str, (usize, BTreeSet<i64>)> = BTreeMap::new();
+    for ((host, local), &rank) in by_local {
+        let e = offsets.entry(host.as_str()).or_default();
+        e.0 += 1;
+        e.1.insert(i64::from(rank) - i64::from(*local));
+    }
+    let single: BTreeMap<String, i64> = offsets
+        .into_iter()
+        .filter(|(_, (n, o))| *n >= 2 && o.len() == 1)
+        .map(|(h, (_, o))| (h, o))
+        .filter_map(|(h, o)| Some((h.to_string(), *o.first()?)))
+        .collect();
+    for ev in &mut job.events {
+        if ev.who.rank.is_some() {
+            continue;
+        }
+        let (Some(host), Some(local)) = (ev.who.host.as_deref(), ev.who.local_rank) else {
+            continue;
+        };
+        if let Some(&base) = single.get(host) {
+            ev.who.rank = u32::try_from(base + i64::from(local)).ok();
+        }
+    }
 }
 
 /// Slurm task ids are ranks when there is one task per rank: as many distinct
