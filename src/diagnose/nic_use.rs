@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::sync::LazyLock;
 
-use compact_str::CompactString;
 use regex::Regex;
 
 use crate::model::build::short_host_of;
@@ -108,8 +107,9 @@ impl NicUse {
             .filter(|(_, src)| **src == CounterSource::Ethtool)
             .filter_map(|((h, d), _)| Some((short_host_of(h.as_deref()?), d.to_string())))
             .collect();
-        u.guess_netdevs(job);
-        u.likely = likely_users(job, &u);
+        let hcas = hcas_by_host(job);
+        u.guess_netdevs(job, &hcas);
+        u.likely = likely_users(job, &u, &hcas);
         u
     }
 
@@ -118,53 +118,38 @@ impl NicUse {
     /// many, both in PCI order, the k-th netdev is the k-th HCA. Predictable
     /// netdev names carry the PCI bus (`enp26s0np0` is bus 0x1a), and mlx5
     /// devices are numbered in probe order, which is PCI order.
-    fn guess_netdevs(&mut self, job: &Job) {
-        let mut hosts: BTreeSet<String> = BTreeSet::new();
-        hosts.extend(
-            job.counter_devices
-                .keys()
-                .filter_map(|(h, _)| h.as_deref().map(short_host_of)),
-        );
-        for host in hosts {
-            let on_host = |h: &Option<CompactString>| {
-                h.as_deref().map(short_host_of).as_deref() == Some(host.as_str())
+    fn guess_netdevs(&mut self, job: &Job, hcas_by_host: &BTreeMap<String, Vec<String>>) {
+        // host → (RDMA devices, netdevs) read by the counter dumps.
+        let mut dumped: BTreeMap<String, (BTreeSet<String>, Vec<String>)> = BTreeMap::new();
+        for ((h, d), src) in &job.counter_devices {
+            let Some(host) = h.as_deref().map(short_host_of) else {
+                continue;
             };
-            let mapped_hcas: BTreeSet<&String> = self
-                .netdevs
-                .iter()
-                .filter(|((h, _), _)| {
-                    h.as_deref().map(short_host_of).as_deref() == Some(host.as_str())
-                })
-                .map(|(_, hca)| hca)
-                .collect();
-            let mut hcas: BTreeSet<String> = host_hcas(job, &host).into_iter().collect();
-            hcas.extend(
-                self.by_host
-                    .get(&host)
-                    .into_iter()
-                    .flat_map(|m| m.keys().cloned()),
-            );
-            hcas.extend(
-                job.counter_devices
-                    .iter()
-                    .filter(|((h, _), src)| on_host(h) && **src != CounterSource::Ethtool)
-                    .map(|((_, d), _)| d.to_string()),
-            );
+            let e = dumped.entry(host).or_default();
+            if *src == CounterSource::Ethtool {
+                e.1.push(d.to_string());
+            } else {
+                e.0.insert(d.to_string());
+            }
+        }
+        let mut mapped: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for ((h, _), hca) in &self.netdevs {
+            if let Some(h) = h.as_deref() {
+                mapped.entry(short_host_of(h)).or_default().insert(hca.clone());
+            }
+        }
+        for (host, (rdma, netdevs)) in dumped {
+            let mut hcas: BTreeSet<String> = rdma;
+            hcas.extend(hcas_by_host.get(&host).into_iter().flatten().cloned());
+            hcas.extend(self.by_host.get(&host).into_iter().flat_map(|m| m.keys().cloned()));
+            let taken = mapped.get(&host);
             let mut free_hcas: Vec<String> = hcas
                 .into_iter()
-                .filter(|h| !mapped_hcas.contains(h))
+                .filter(|h| !taken.is_some_and(|t| t.contains(h)))
                 .collect();
-            let netdevs: Vec<String> = job
-                .counter_devices
-                .iter()
-                .filter(|((h, d), src)| {
-                    on_host(h)
-                        && **src == CounterSource::Ethtool
-                        && !self
-                            .netdevs
-                            .contains_key(&(Some(host.clone()), d.to_string()))
-                })
-                .map(|((_, d), _)| d.to_string())
+            let netdevs: Vec<String> = netdevs
+                .into_iter()
+                .filter(|d| !self.netdevs.contains_key(&(Some(host.clone()), d.clone())))
                 .collect();
             if netdevs.is_empty() || netdevs.len() != free_hcas.len() {
                 continue;
@@ -221,19 +206,37 @@ impl NicUse {
 /// device in probe order. NCCL gives each GPU the NIC nearest to it, and on
 /// rail-built servers GPU k and NIC k share a PCIe switch. Any other count
 /// leaves the host unknown.
-fn likely_users(job: &Job, u: &NicUse) -> BTreeMap<String, BTreeMap<String, BTreeSet<u32>>> {
+fn likely_users(
+    job: &Job,
+    u: &NicUse,
+    hcas_by_host: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, BTreeMap<String, BTreeSet<u32>>> {
+    let mut ranks_by_host: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
+    for info in job.ranks.values() {
+        if let Some(h) = info.host.as_deref() {
+            ranks_by_host.entry(short_host_of(h)).or_default().push(info);
+        }
+    }
+    let even = match (job.world_size, ranks_by_host.len() as u32) {
+        (Some(w), h) if h > 0 && w.is_multiple_of(h) => w / h,
+        _ => 0,
+    };
     let mut out = BTreeMap::new();
     for host in &u.unlisted {
-        let ranks = host_ranks(job, host);
-        if ranks.is_empty() || ranks.iter().any(|r| !r.nics_listed.is_empty()) {
+        let Some(ranks) = ranks_by_host.get(host) else {
+            continue;
+        };
+        if ranks.iter().any(|r| !r.nics_listed.is_empty()) {
             continue;
         }
-        let hcas = host_hcas(job, host);
-        if hcas.len() != slots_per_host(job, &ranks) {
+        let Some(hcas) = hcas_by_host.get(host) else {
+            continue;
+        };
+        if hcas.len() != slots_per_host(ranks, even) {
             continue;
         }
         let mut by_hca: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-        for r in &ranks {
+        for r in ranks {
             let local = r.local_rank.unwrap_or(r.rank % hcas.len() as u32);
             if let Some(hca) = hcas.get(local as usize) {
                 by_hca.entry(hca.clone()).or_default().insert(r.rank);
@@ -246,57 +249,40 @@ fn likely_users(job: &Job, u: &NicUse) -> BTreeMap<String, BTreeMap<String, BTre
 
 /// GPU slots on one host: its ranks, or the world spread evenly over the
 /// job's hosts, or the highest local rank, whichever is most.
-fn slots_per_host(job: &Job, ranks: &[&RankInfo]) -> usize {
-    let hosts: BTreeSet<String> = job
-        .ranks
-        .values()
-        .filter_map(|i| i.host.as_deref().map(short_host_of))
-        .collect();
-    let even = match (job.world_size, hosts.len() as u32) {
-        (Some(w), h) if h > 0 && w % h == 0 => w / h,
-        _ => 0,
-    };
-    let top_local = ranks
-        .iter()
-        .filter_map(|r| r.local_rank)
-        .max()
-        .map_or(0, |l| l + 1);
+fn slots_per_host(ranks: &[&RankInfo], even: u32) -> usize {
+    let top_local = ranks.iter().filter_map(|r| r.local_rank).max().map_or(0, |l| l + 1);
     (ranks.len() as u32).max(even).max(top_local) as usize
 }
 
-/// The host's ranks.
-fn host_ranks<'a>(job: &'a Job, host: &str) -> Vec<&'a RankInfo> {
-    job.ranks
-        .values()
-        .filter(|i| i.host.as_deref().map(short_host_of).as_deref() == Some(host))
-        .collect()
-}
-
-/// The RDMA devices a host's snapshots and kernel log name, in probe order
-/// (`mlx5_2` before `mlx5_10`).
-fn host_hcas(job: &Job, host: &str) -> Vec<String> {
-    let on_host = |h: Option<&str>| h.map(short_host_of).as_deref() == Some(host);
-    let mut hcas: BTreeSet<String> = BTreeSet::new();
-    hcas.extend(
-        job.ports
-            .iter()
-            .filter(|p| on_host(p.host.as_deref()))
-            .map(|p| p.device.clone()),
-    );
-    hcas.extend(
-        job.gids
-            .iter()
-            .filter(|g| on_host(g.host.as_deref()))
-            .map(|g| g.device.clone()),
-    );
+/// The RDMA devices each host's snapshots and kernel log name, in probe
+/// order (`mlx5_2` before `mlx5_10`).
+fn hcas_by_host<'j>(job: &'j Job) -> BTreeMap<String, Vec<String>> {
+    let mut sets: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut add = |host: Option<&str>, dev: &'j str| {
+        if let Some(h) = host {
+            sets.entry(short_host_of(h)).or_default().insert(dev);
+        }
+    };
+    for p in &job.ports {
+        add(p.host.as_deref(), &p.device);
+    }
+    for g in &job.gids {
+        add(g.host.as_deref(), &g.device);
+    }
     for (h, devices) in &job.kernel.hosts {
-        if on_host(Some(h)) {
-            hcas.extend(devices.nics.values().filter_map(|n| n.ibdev.clone()));
+        for n in devices.nics.values() {
+            if let Some(ib) = n.ibdev.as_deref() {
+                add(Some(h), ib);
+            }
         }
     }
-    let mut hcas: Vec<String> = hcas.into_iter().collect();
-    hcas.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
-    hcas
+    sets.into_iter()
+        .map(|(h, set)| {
+            let mut v: Vec<String> = set.into_iter().map(str::to_string).collect();
+            v.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+            (h, v)
+        })
+        .collect()
 }
 
 /// Where a netdev sits in PCI order, from its predictable name
