@@ -135,13 +135,21 @@ impl NicUse {
         let mut mapped: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for ((h, _), hca) in &self.netdevs {
             if let Some(h) = h.as_deref() {
-                mapped.entry(short_host_of(h)).or_default().insert(hca.clone());
+                mapped
+                    .entry(short_host_of(h))
+                    .or_default()
+                    .insert(hca.clone());
             }
         }
         for (host, (rdma, netdevs)) in dumped {
             let mut hcas: BTreeSet<String> = rdma;
             hcas.extend(hcas_by_host.get(&host).into_iter().flatten().cloned());
-            hcas.extend(self.by_host.get(&host).into_iter().flat_map(|m| m.keys().cloned()));
+            hcas.extend(
+                self.by_host
+                    .get(&host)
+                    .into_iter()
+                    .flat_map(|m| m.keys().cloned()),
+            );
             let taken = mapped.get(&host);
             let mut free_hcas: Vec<String> = hcas
                 .into_iter()
@@ -214,7 +222,10 @@ fn likely_users(
     let mut ranks_by_host: BTreeMap<String, Vec<&RankInfo>> = BTreeMap::new();
     for info in job.ranks.values() {
         if let Some(h) = info.host.as_deref() {
-            ranks_by_host.entry(short_host_of(h)).or_default().push(info);
+            ranks_by_host
+                .entry(short_host_of(h))
+                .or_default()
+                .push(info);
         }
     }
     let even = match (job.world_size, ranks_by_host.len() as u32) {
@@ -250,7 +261,11 @@ fn likely_users(
 /// GPU slots on one host: its ranks, or the world spread evenly over the
 /// job's hosts, or the highest local rank, whichever is most.
 fn slots_per_host(ranks: &[&RankInfo], even: u32) -> usize {
-    let top_local = ranks.iter().filter_map(|r| r.local_rank).max().map_or(0, |l| l + 1);
+    let top_local = ranks
+        .iter()
+        .filter_map(|r| r.local_rank)
+        .max()
+        .map_or(0, |l| l + 1);
     (ranks.len() as u32).max(even).max(top_local) as usize
 }
 

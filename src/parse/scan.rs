@@ -305,8 +305,16 @@ impl<'a> Scanner<'a> {
         if anchor != next {
             return;
         }
-        let text = evidence_text(line, &mut self.out.lossy_lines);
         let mut fields = m.fields;
+        // A `Trees` line lists up to 64 channels (600+ characters) and is
+        // printed by every rank for every communicator; only its rank's
+        // neighbours are facts, and the line itself is never cited.
+        let text = if m.pattern.kind == EventKind::NcclTrees {
+            compact_trees(&mut fields);
+            Box::default()
+        } else {
+            evidence_text(line, &mut self.out.lossy_lines)
+        };
         // Syslog lines that keep the kernel's own stamp carry both clocks.
         if let Some(up) = framed
             .uptime_us
@@ -362,6 +370,28 @@ fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<[u8]>
         }
     }
     Some(key.into_boxed_slice())
+}
+
+/// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the
+/// same rank and neighbours in the form `model::build::trees` reads.
+fn compact_trees(fields: &mut Fields) {
+    let Some(list) = fields.text("trees") else {
+        return;
+    };
+    let Some(me) = crate::model::build::tree_rank(list) else {
+        return;
+    };
+    let peers: Vec<String> = crate::model::build::tree_edges(list)
+        .into_iter()
+        .map(|(_, p)| p.to_string())
+        .collect();
+    let peers = if peers.is_empty() {
+        "-1".to_string()
+    } else {
+        peers.join("/")
+    };
+    let compact = format!("[0] {peers}->{me}->-1");
+    fields.insert("trees", Value::Text(compact.into()));
 }
 
 fn evidence_text(line: &[u8], lossy_lines: &mut u64) -> Box<str> {
