@@ -236,6 +236,14 @@ impl Job {
             .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
     }
 
+    /// A rank's host as NCCL prints it (the short name), where known.
+    pub fn short_host_of_rank(&self, rank: u32) -> Option<String> {
+        self.ranks
+            .get(&rank)
+            .and_then(|i| i.host.as_deref())
+            .map(super::build::short_host_of)
+    }
+
     /// The host an event came from: its own host tag, else its rank's host.
     pub fn host_of_event<'a>(&'a self, ev: &'a Event) -> Option<&'a str> {
         ev.who.host.as_deref().or_else(|| {

@@ -419,19 +419,14 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     if silent_is_meaningful {
         let victims = hang.timed_out.len();
         let stopped = hosts_stopped_by_launcher(ctx.job);
-        let host_of = |r: u32| {
-            ctx.job
-                .ranks
-                .get(&r)
-                .and_then(|i| i.host.as_deref())
-                .map(short_host_of)
-        };
         for &rank in &hang.silent {
             // A launcher that stops a host's workers once one of them fails
             // may stop a rank whose own watchdog had not fired yet.
             let (weight, maybe) = match (
                 victims >= 2,
-                host_of(rank).is_some_and(|h| stopped.contains(&h)),
+                ctx.job
+                    .short_host_of_rank(rank)
+                    .is_some_and(|h| stopped.contains(&h)),
             ) {
                 (true, false) => (0.6, ""),
                 (true, true) => (

@@ -284,12 +284,7 @@ fn stuck_ranks(hang: Option<&Hang>) -> BTreeSet<u32> {
 
 /// The host these ranks talk to most over the network (NCCL's channel lines).
 fn peer_host(job: &Job, host: Option<&str>, ranks: &BTreeSet<u32>) -> Option<String> {
-    let host_of = |r: u32| {
-        job.ranks
-            .get(&r)
-            .and_then(|i| i.host.as_deref())
-            .map(short_host_of)
-    };
+    let host_of = |r: u32| job.short_host_of_rank(r);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for l in &job.links {
         let other = if ranks.contains(&l.src) {

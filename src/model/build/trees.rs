@@ -7,8 +7,6 @@ use std::collections::BTreeSet;
 
 use crate::model::{Event, EventIdx, EventKind, Job, NetLink};
 
-use super::short_host_of;
-
 /// How far from a `Trees` line its communicator's init line may be.
 const INIT_SEARCH: usize = 64;
 
@@ -109,13 +107,10 @@ pub fn tree_edges(text: &str) -> Vec<(u32, u32)> {
 }
 
 fn on_different_hosts(job: &Job, a: u32, b: u32) -> bool {
-    let host = |r: u32| {
-        job.ranks
-            .get(&r)
-            .and_then(|i| i.host.as_deref())
-            .map(short_host_of)
-    };
-    matches!((host(a), host(b)), (Some(x), Some(y)) if x != y)
+    matches!(
+        (job.short_host_of_rank(a), job.short_host_of_rank(b)),
+        (Some(x), Some(y)) if x != y
+    )
 }
 
 #[cfg(test)]
