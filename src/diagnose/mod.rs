@@ -37,7 +37,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
     let mut hyps = select::explain(hyps, &kb.explains);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
-    let choice = select::choose(&ctx, hyps, hang.as_ref());
+    let mut choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;
     // Nothing was stuck in a healthy or merely degraded run.
@@ -46,6 +46,18 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     } else {
         select::stuck_ranks(job, &choice, hang.as_ref())
     };
+    // A cause placed on a host whose silent ranks the hang names: those
+    // ranks are the cause's too (its summary names them).
+    if choice.best.ranks.is_empty() && choice.best.host.is_some() {
+        let host = choice.best.host.as_deref().map(model::build::short_host_of);
+        if !stuck_ranks.is_empty()
+            && stuck_ranks
+                .iter()
+                .all(|&r| job.short_host_of_rank(r) == host)
+        {
+            choice.best.ranks = stuck_ranks.iter().copied().collect();
+        }
+    }
     let named = collective::named(&ctx, hang.as_ref()).filter(|_| !healthy);
     let collective_cited = named.as_ref().and_then(|n| n.cited);
     let collective = named.map(|n| n.collective);
