@@ -7,6 +7,7 @@ pub mod event;
 pub mod intern;
 pub mod job;
 pub mod kernel;
+pub mod sym;
 pub mod sys;
 pub mod time;
 
@@ -17,6 +18,7 @@ pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,
     PgRankState, RankInfo, Skipped,
 };
+pub use sym::Sym;
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
     FlightPgStatus, GidEntry, Phase, PortSnapshot, SourceLine, SysRecord, SysTables,

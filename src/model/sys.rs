@@ -9,7 +9,7 @@ use compact_str::CompactString;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Origin;
+use super::{Origin, Sym};
 
 /// When a counter dump was taken relative to the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -38,12 +38,13 @@ pub enum CounterSource {
 /// One counter value from one dump.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterReading {
-    pub host: Option<CompactString>,
-    /// HCA (`mlx5_3`) or netdev (`ens1f0`) the counter belongs to. (Short
-    /// strings are stored inline: a large job holds millions of readings.)
-    pub device: CompactString,
+    /// Host, device and name are shared with the file's other readings
+    /// (a large job holds millions).
+    pub host: Option<Sym>,
+    /// HCA (`mlx5_3`) or netdev (`ens1f0`) the counter belongs to.
+    pub device: Sym,
     pub port: Option<u32>,
-    pub name: CompactString,
+    pub name: Sym,
     pub value: u64,
     pub source: CounterSource,
     pub phase: Phase,

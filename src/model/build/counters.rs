@@ -234,13 +234,10 @@ fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactSt
 fn devices(
     counters: &[CounterReading],
 ) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
-    let mut phases: BTreeMap<
-        (Option<&CompactString>, &CompactString),
-        (bool, bool, CounterSource),
-    > = BTreeMap::new();
+    let mut phases: BTreeMap<(Option<&str>, &str), (bool, bool, CounterSource)> = BTreeMap::new();
     for c in counters {
         let e = phases
-            .entry((c.host.as_ref(), &c.device))
+            .entry((c.host.as_deref(), c.device.as_str()))
             .or_insert((false, false, c.source));
         e.0 |= c.phase == Phase::Before;
         e.1 |= c.phase == Phase::After;
@@ -248,7 +245,7 @@ fn devices(
     phases
         .into_iter()
         .filter(|(_, (b, a, _))| *b && *a)
-        .map(|((h, d), (_, _, src))| ((h.cloned(), d.clone()), src))
+        .map(|((h, d), (_, _, src))| ((h.map(Into::into), d.into()), src))
         .collect()
 }
 
@@ -256,10 +253,10 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
     let (b, a) = (&counters[bi], &counters[ai]);
     let width = a.width_bits.or(b.width_bits);
     let mut d = CounterDelta {
-        host: a.host.clone(),
-        device: a.device.clone(),
+        host: a.host.as_deref().map(Into::into),
+        device: a.device.as_str().into(),
         port: a.port,
-        name: a.name.clone(),
+        name: a.name.as_str().into(),
         source: a.source,
         width_bits: width,
         before: b.value,

@@ -2,13 +2,17 @@
 //! the file's host and time, and building records that cite their line.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use crate::ingest::InputFile;
 use crate::model::build::short_host_of;
-use crate::model::{CounterReading, CounterSource, FileId, Origin, Phase, SourceLine, SysRecord};
+use crate::model::{
+    CounterReading, CounterSource, FileId, Origin, Phase, SourceLine, Sym, SysRecord,
+};
 
 /// One line of a table file.
 #[derive(Debug, Clone)]
@@ -63,6 +67,9 @@ pub struct TableCtx {
     /// counter readings then keep no text, the report re-reads the few it
     /// cites (a 16k-rank job holds millions of readings).
     pub rereadable: bool,
+    /// One shared copy of each device and counter name the file repeats.
+    syms: RefCell<HashMap<Box<str>, Sym>>,
+    host_sym: Option<Sym>,
 }
 
 impl TableCtx {
@@ -76,6 +83,8 @@ impl TableCtx {
             .map(|h| short_host_of(&h));
         TableCtx {
             file: file.id,
+            host_sym: host.as_deref().map(Sym::new),
+            syms: RefCell::default(),
             host,
             path: file.display.clone(),
             taken_at: lines.iter().take(8).find_map(|l| content_stamp(&l.text)),
@@ -100,10 +109,10 @@ impl TableCtx {
     /// A counter reading cited at `line`.
     pub fn counter(&self, at: CounterAt<'_>, value: u64, line: &Line<'_>) -> SysRecord {
         SysRecord::Counter(CounterReading {
-            host: self.host.as_deref().map(Into::into),
-            device: at.device.into(),
+            host: self.host_sym.clone(),
+            device: self.sym(at.device),
             port: at.port,
-            name: at.name.into(),
+            name: self.sym(at.name),
             value,
             source: at.source,
             phase: Phase::Unknown,
@@ -116,6 +125,17 @@ impl TableCtx {
                 line.raw.trim_end().into()
             },
         })
+    }
+
+    /// The file's shared copy of `name`.
+    fn sym(&self, name: &str) -> Sym {
+        let mut syms = self.syms.borrow_mut();
+        if let Some(s) = syms.get(name) {
+            return s.clone();
+        }
+        let s = Sym::new(name);
+        syms.insert(name.into(), s.clone());
+        s
     }
 
     /// The HCA named by the path (`…/mlx5_3/…`, `show_counters_mlx5_0.txt`).
