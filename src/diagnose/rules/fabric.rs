@@ -24,6 +24,8 @@ const MAX_SUPPORT: usize = 8;
 
 /// Sequence numbers up to this are still the job's set-up collectives.
 const SETUP_SEQ: i64 = 2;
+/// What a requester-side counter is worth on the peer it points at.
+const REQUESTER_FACTOR: f64 = 0.6;
 /// What a GID finding is worth once collectives have run past set-up.
 const LATE_GID_FACTOR: f64 = 0.3;
 
@@ -35,7 +37,15 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.suspicious) {
         let Some(cause) = r.cause else { continue };
-        let h = match requester_peer(ctx.job, r) {
+        let peer = requester_peer(ctx.job, r);
+        // A rise on the sending side points at a path, not at a port: it
+        // corroborates the far end, it does not match a port's own errors.
+        let weight = if peer.is_some() {
+            r.weight * REQUESTER_FACTOR
+        } else {
+            r.weight
+        };
+        let h = match peer {
             // Unanswered sends: the loss is on the way to the peer, whose
             // port the other evidence (victims naming it, its receive
             // errors) places; this host's counters only corroborate.
@@ -67,8 +77,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
                 r.meaning.as_deref().unwrap_or("rose during the job")
             );
             match &r.cite {
-                Some(line) => h.support_table(Source::Counters, r.weight, line.clone(), why),
-                None => h.support(Source::Counters, r.weight, None, why),
+                Some(line) => h.support_table(Source::Counters, weight, line.clone(), why),
+                None => h.support(Source::Counters, weight, None, why),
             }
         }
         if cause == CauseKind::PacketLoss {

@@ -55,7 +55,9 @@ fn completion_reports(job: &Job) -> Vec<Report> {
                 .text_field("peer")
                 .and_then(|p| job.host_of_addr(p))
                 .or_else(|| host_of_gid(job, e.text_field("remote_gid")?))
-                .map(str::to_string),
+                .map(str::to_string)
+                .or_else(|| sole_send_peer_host(job, e.who.rank?))
+                .or_else(|| the_other_host(job, e.who.host.as_deref()?)),
         })
         .collect();
     // Flush errors only echo the first error; use them only when alone.
@@ -84,7 +86,14 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         "status",
         status.map(|s| s.to_string()).unwrap_or_else(|| "?".into()),
     );
-    match suspect_host(&reports) {
+    let troubled: BTreeSet<String> = ctx
+        .job
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::IbAsyncEvent)
+        .filter_map(|e| e.who.host.as_deref().map(short_host_of))
+        .collect();
+    match suspect_host(&reports, &troubled) {
         Some((suspect, reporters)) => {
             let weight = if reporters.len() >= 2 {
                 0.7
@@ -154,7 +163,13 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
 
 /// The peer host named by the most distinct reporting hosts (other than
 /// itself); ties go to a host that does not itself report, then by name.
-fn suspect_host(reports: &[Report]) -> Option<(String, BTreeSet<String>)> {
+/// The host most reporters name; in a tie, one whose own port raised an
+/// async event (a culprit reports its failed sends too), then one that did
+/// not report.
+fn suspect_host(
+    reports: &[Report],
+    troubled: &BTreeSet<String>,
+) -> Option<(String, BTreeSet<String>)> {
     let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in reports {
         if let (Some(peer), Some(host)) = (&r.peer_host, &r.host)
@@ -167,6 +182,7 @@ fn suspect_host(reports: &[Report]) -> Option<(String, BTreeSet<String>)> {
     named.into_iter().max_by(|a, b| {
         a.1.len()
             .cmp(&b.1.len())
+            .then_with(|| troubled.contains(&a.0).cmp(&troubled.contains(&b.0)))
             .then_with(|| reporting.contains(&b.0).cmp(&reporting.contains(&a.0)))
             .then_with(|| b.0.cmp(&a.0))
     })
@@ -270,6 +286,36 @@ fn locate_on_suspect(
         h.port = dev.1;
     }
     h.ranks.extend(ends);
+}
+
+/// The one other host a rank sends to over the network (NCCL's channel
+/// lines), when its sends all go to one: where NCCL < 2.10 printed no peer
+/// address, or its address is in no log, the failed send went there.
+fn sole_send_peer_host(job: &Job, rank: u32) -> Option<String> {
+    let own = job.short_host_of_rank(rank);
+    let mut hosts = job
+        .links
+        .iter()
+        .filter(|l| l.src == rank)
+        .filter_map(|l| job.short_host_of_rank(l.dst))
+        .filter(|h| Some(h) != own.as_ref());
+    let first = hosts.next()?;
+    hosts.all(|h| h == first).then_some(first)
+}
+
+/// In a two-host job the far end of a network connection is the other
+/// host, whatever address it printed.
+fn the_other_host(job: &Job, me: &str) -> Option<String> {
+    let me = short_host_of(me);
+    let hosts: BTreeSet<String> = job
+        .ranks
+        .values()
+        .filter_map(|i| i.host.as_deref().map(short_host_of))
+        .collect();
+    if hosts.len() != 2 || !hosts.contains(&me) {
+        return None;
+    }
+    hosts.into_iter().find(|h| *h != me)
 }
 
 /// The host whose GID table holds `gid` (NCCL 2.19+ prints the remote GID;
@@ -431,4 +477,67 @@ fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
         .map(|(k, _)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NetLink, RankInfo};
+
+    fn report(host: &str, peer: Option<&str>) -> Report {
+        Report {
+            idx: 0,
+            rank: None,
+            host: Some(host.into()),
+            status: Some(RETRY_EXC_ERR),
+            peer_host: peer.map(str::to_string),
+        }
+    }
+
+    fn two_hosts() -> Job {
+        let mut job = Job::default();
+        for rank in 0..4 {
+            let host = if rank < 2 { "a" } else { "b" };
+            job.ranks.insert(
+                rank,
+                RankInfo {
+                    rank,
+                    host: Some(host.into()),
+                    ..RankInfo::default()
+                },
+            );
+        }
+        job
+    }
+
+    #[test]
+    fn two_hosts_naming_each_other_are_decided_by_a_port_event() {
+        let reports = [report("a", Some("b")), report("b", Some("a"))];
+        let troubled = BTreeSet::from(["b".to_string()]);
+        assert_eq!(suspect_host(&reports, &troubled).unwrap().0, "b");
+        // Without one, a plain tie goes to the first name.
+        assert_eq!(suspect_host(&reports, &BTreeSet::new()).unwrap().0, "a");
+        let troubled = BTreeSet::from(["a".to_string()]);
+        assert_eq!(suspect_host(&reports, &troubled).unwrap().0, "a");
+    }
+
+    #[test]
+    fn an_unmapped_peer_is_the_other_host_of_two_or_the_one_a_rank_sends_to() {
+        let mut job = two_hosts();
+        assert_eq!(the_other_host(&job, "a").as_deref(), Some("b"));
+        assert_eq!(sole_send_peer_host(&job, 1), None);
+        job.links = vec![NetLink { src: 1, dst: 2 }, NetLink { src: 1, dst: 0 }];
+        assert_eq!(sole_send_peer_host(&job, 1).as_deref(), Some("b"));
+        job.ranks.insert(
+            4,
+            RankInfo {
+                rank: 4,
+                host: Some("c".into()),
+                ..RankInfo::default()
+            },
+        );
+        assert_eq!(the_other_host(&job, "a"), None);
+        job.links.push(NetLink { src: 1, dst: 4 });
+        assert_eq!(sole_send_peer_host(&job, 1), None);
+    }
 }
