@@ -125,7 +125,17 @@ fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
     Some(best.unwrap_or_else(|| ("0".into(), None)))
 }
 
-/// Ranks that left at least one log line.
+/// Ranks that left at least one log line: a recognised one, or any line in
+/// a file that is theirs alone (a torchrun worker's log folder).
 pub fn ranks_with_logs(job: &Job) -> BTreeSet<u32> {
-    job.events.iter().filter_map(|e| e.who.rank).collect()
+    let own_files = job
+        .files
+        .iter()
+        .filter(|f| f.lines > 0 && f.hints.process_dir.is_some())
+        .filter_map(|f| f.hints.rank);
+    job.events
+        .iter()
+        .filter_map(|e| e.who.rank)
+        .chain(own_files)
+        .collect()
 }

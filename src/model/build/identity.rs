@@ -201,6 +201,20 @@ fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<(String, u32), u32>
             ev.who.rank = u32::try_from(base + i64::from(local)).ok();
         }
     }
+    // A worker's own log folder (torchrun `attempt_0/3/`) names its rank
+    // too, even when none of its lines was recognised: the worker existed
+    // and wrote something.
+    for f in &mut job.files {
+        let h = &mut f.hints;
+        if h.rank.is_some() || h.process_dir.is_none() {
+            continue;
+        }
+        if let (Some(host), Some(local)) = (h.host.as_deref(), h.local_rank)
+            && let Some(&base) = single.get(host)
+        {
+            h.rank = u32::try_from(base + i64::from(local)).ok();
+        }
+    }
 }
 
 /// Slurm task ids are ranks when there is one task per rank: as many distinct
@@ -294,6 +308,16 @@ fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
         });
         info.host.get_or_insert_with(|| host.clone());
         info.pid.get_or_insert(*pid);
+    }
+    for f in job.files.iter().filter(|f| f.lines > 0) {
+        if let (Some(rank), Some(host)) = (f.hints.rank, &f.hints.host) {
+            let info = ranks.entry(rank).or_insert_with(|| RankInfo {
+                rank,
+                ..Default::default()
+            });
+            info.host.get_or_insert_with(|| host.clone());
+            info.local_rank = info.local_rank.or(f.hints.local_rank);
+        }
     }
     for ev in &job.events {
         let Some(rank) = ev.who.rank else { continue };
