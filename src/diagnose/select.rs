@@ -217,12 +217,18 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::InitFailure
         }
+        // Nothing got past set-up, and NCCL was initialising (its init
+        // lines) or its bootstrap / connection set-up failed.
         _ if !init_completed(ctx)
-            && ctx
-                .job
-                .events
-                .iter()
-                .any(|e| e.kind == EventKind::NcclCommInit) =>
+            && ctx.job.events.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::NcclCommInit
+                        | EventKind::BootstrapError
+                        | EventKind::SocketError
+                        | EventKind::VerbsCallFailed
+                )
+            }) =>
         {
             Status::InitFailure
         }

@@ -14,11 +14,10 @@ use crate::model::{Job, RankInfo};
 use super::short_host_of;
 
 pub fn place_silent_ranks(job: &mut Job) {
-    let Some(owners) = block_owners(job) else {
+    let Some((owners, per_host)) = block_owners(job) else {
         return;
     };
     let world = world(job);
-    let per_host = world / owners.len().max(1) as u32;
     for rank in 0..world {
         let has_host = job.ranks.get(&rank).is_some_and(|i| i.host.is_some());
         if has_host {
@@ -38,14 +37,37 @@ pub fn place_silent_ranks(job: &mut Job) {
     }
 }
 
+/// The world's size: NCCL's, else the larger of the highest known rank + 1
+/// and hosts × workers per host (a host's local ranks, from its workers'
+/// log folders and prefixes), when every host shows as many workers.
 fn world(job: &Job) -> u32 {
-    job.world_size
-        .or_else(|| job.ranks.keys().max().map(|&r| r + 1))
-        .unwrap_or(0)
+    if let Some(w) = job.world_size {
+        return w;
+    }
+    let highest = job.ranks.keys().max().map_or(0, |&r| r + 1);
+    let mut locals: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    let file_locals = job
+        .files
+        .iter()
+        .filter_map(|f| Some((f.hints.host.as_deref()?, f.hints.local_rank?)));
+    let rank_locals = job
+        .ranks
+        .values()
+        .filter_map(|i| Some((i.host.as_deref()?, i.local_rank?)));
+    for (host, local) in file_locals.chain(rank_locals) {
+        locals.entry(short_host_of(host)).or_default().insert(local);
+    }
+    let per_host: BTreeSet<usize> = locals.values().map(BTreeSet::len).collect();
+    let by_hosts = match per_host.into_iter().collect::<Vec<_>>()[..] {
+        [n] if locals.len() >= 2 => (n * locals.len()) as u32,
+        _ => 0,
+    };
+    highest.max(by_hosts)
 }
 
-/// Block index → host, when the known ranks fit one block per host.
-fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
+/// Block index → host, and ranks per block, when the known ranks fit one
+/// block per host.
+fn block_owners(job: &Job) -> Option<(BTreeMap<u32, String>, u32)> {
     let mut by_host: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for (&rank, info) in &job.ranks {
@@ -87,7 +109,7 @@ fn block_owners(job: &Job) -> Option<BTreeMap<u32, String>> {
     {
         owners.insert(*block, host);
     }
-    Some(owners)
+    Some((owners, per_host))
 }
 
 #[cfg(test)]
@@ -134,6 +156,24 @@ mod tests {
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&0].host.as_deref(), Some("a"));
         assert_eq!(j.ranks[&7].host.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn blocks_are_sized_by_every_host_not_only_the_known_ones() {
+        let mut j = job(&[(0, "a"), (1, "a"), (6, "d")], 8);
+        for host in ["b", "c"] {
+            j.files.push(crate::model::FileInfo {
+                hints: crate::model::PathHints {
+                    host: Some(host.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&7].host.as_deref(), Some("d"));
+        // Two idle hosts for two free blocks: which is which is unknown.
+        assert!(!j.ranks.contains_key(&2));
     }
 
     #[test]
