@@ -244,6 +244,21 @@ impl Job {
             .map(super::build::short_host_of)
     }
 
+    /// In a two-host job, the host that is not `me`: the far end of any
+    /// connection between hosts, whatever address it printed.
+    pub fn other_host_of_two(&self, me: &str) -> Option<String> {
+        let me = super::build::short_host_of(me);
+        let hosts: BTreeSet<String> = self
+            .ranks
+            .values()
+            .filter_map(|i| i.host.as_deref().map(super::build::short_host_of))
+            .collect();
+        if hosts.len() != 2 || !hosts.contains(&me) {
+            return None;
+        }
+        hosts.into_iter().find(|h| *h != me)
+    }
+
     /// The host an event came from: its own host tag, else its rank's host.
     pub fn host_of_event<'a>(&'a self, ev: &'a Event) -> Option<&'a str> {
         ev.who.host.as_deref().or_else(|| {

@@ -57,7 +57,7 @@ fn completion_reports(job: &Job) -> Vec<Report> {
                 .or_else(|| host_of_gid(job, e.text_field("remote_gid")?))
                 .map(str::to_string)
                 .or_else(|| sole_send_peer_host(job, e.who.rank?))
-                .or_else(|| the_other_host(job, e.who.host.as_deref()?)),
+                .or_else(|| job.other_host_of_two(e.who.host.as_deref()?)),
         })
         .collect();
     // Flush errors only echo the first error; use them only when alone.
@@ -303,21 +303,6 @@ fn sole_send_peer_host(job: &Job, rank: u32) -> Option<String> {
     hosts.all(|h| h == first).then_some(first)
 }
 
-/// In a two-host job the far end of a network connection is the other
-/// host, whatever address it printed.
-fn the_other_host(job: &Job, me: &str) -> Option<String> {
-    let me = short_host_of(me);
-    let hosts: BTreeSet<String> = job
-        .ranks
-        .values()
-        .filter_map(|i| i.host.as_deref().map(short_host_of))
-        .collect();
-    if hosts.len() != 2 || !hosts.contains(&me) {
-        return None;
-    }
-    hosts.into_iter().find(|h| *h != me)
-}
-
 /// The host whose GID table holds `gid` (NCCL 2.19+ prints the remote GID;
 /// the peer's bootstrap address may be in no log when its NCCL INFO is off).
 fn host_of_gid<'j>(job: &'j Job, gid: &str) -> Option<&'j str> {
@@ -524,7 +509,7 @@ mod tests {
     #[test]
     fn an_unmapped_peer_is_the_other_host_of_two_or_the_one_a_rank_sends_to() {
         let mut job = two_hosts();
-        assert_eq!(the_other_host(&job, "a").as_deref(), Some("b"));
+        assert_eq!(job.other_host_of_two("a").as_deref(), Some("b"));
         assert_eq!(sole_send_peer_host(&job, 1), None);
         job.links = vec![NetLink { src: 1, dst: 2 }, NetLink { src: 1, dst: 0 }];
         assert_eq!(sole_send_peer_host(&job, 1).as_deref(), Some("b"));
@@ -536,7 +521,7 @@ mod tests {
                 ..RankInfo::default()
             },
         );
-        assert_eq!(the_other_host(&job, "a"), None);
+        assert_eq!(job.other_host_of_two("a"), None);
         job.links.push(NetLink { src: 1, dst: 4 });
         assert_eq!(sole_send_peer_host(&job, 1), None);
     }

@@ -288,9 +288,16 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         // A peer known only by its address is still the suspect: no host
         // of the job printed that address (its ranks logged nothing), and
         // blaming the reporter would name a victim.
+        let is_ip = |p: &String| p.parse::<std::net::IpAddr>().is_ok();
         let target = peer
             .clone()
-            .filter(|p| job.hosts.contains_key(p) || p.parse::<std::net::IpAddr>().is_ok());
+            .filter(|p| job.hosts.contains_key(p))
+            .or_else(|| {
+                peer.as_ref()
+                    .filter(|p| is_ip(p))
+                    .and_then(|_| job.other_host_of_two(host.as_deref()?))
+            })
+            .or_else(|| peer.clone().filter(is_ip));
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
             match &target {
                 Some(t) => {
