@@ -12,7 +12,7 @@ const INIT_SEARCH: usize = 64;
 
 /// Adds the world communicator's tree edges between hosts to `job.links`.
 pub fn collect(job: &mut Job) {
-    let Some(world) = world_size(job) else { return };
+    let world = world_size(job);
     let mut links = Vec::new();
     for (idx, ev) in job.events.iter().enumerate() {
         if ev.kind != EventKind::NcclTrees || !of_world(job, idx, world) {
@@ -45,10 +45,10 @@ fn world_size(job: &Job) -> Option<u32> {
 
 /// The line belongs to the world communicator: its communicator counts the
 /// world's ranks or, where no init line says, its rank is the process's own.
-fn of_world(job: &Job, idx: EventIdx, world: u32) -> bool {
+fn of_world(job: &Job, idx: EventIdx, world: Option<u32>) -> bool {
     let ev = &job.events[idx];
     match comm_nranks(job, idx) {
-        Some(n) => n == i64::from(world),
+        Some(n) => world.is_some_and(|w| n == i64::from(w)),
         None => {
             let me = tree_rank(ev.text_field("trees").unwrap_or(""));
             me.is_some() && me == ev.who.rank
