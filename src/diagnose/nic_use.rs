@@ -329,21 +329,15 @@ mod tests {
 
     /// Two hosts of four ranks each, NCCL INFO off, `ibstat` on both.
     fn quiet_job() -> Job {
+        let hosts: Vec<(u32, &str)> = (0..8)
+            .map(|r| (r, if r < 4 { "n1" } else { "n2" }))
+            .collect();
         let mut job = Job {
             world_size: Some(8),
-            ..Job::default()
+            ..Job::with_ranks_on(&hosts)
         };
-        for rank in 0..8 {
-            let host = if rank < 4 { "n1" } else { "n2" };
-            job.ranks.insert(
-                rank,
-                RankInfo {
-                    rank,
-                    host: Some(host.into()),
-                    local_rank: Some(rank % 4),
-                    ..RankInfo::default()
-                },
-            );
+        for (rank, info) in job.ranks.iter_mut() {
+            info.local_rank = Some(rank % 4);
         }
         for host in ["n1", "n2"] {
             for dev in ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"] {

@@ -244,6 +244,23 @@ impl Job {
             .map(super::build::short_host_of)
     }
 
+    /// A job that knows only these ranks and their hosts (for unit tests).
+    #[cfg(test)]
+    pub fn with_ranks_on(ranks: &[(u32, &str)]) -> Job {
+        let mut job = Job::default();
+        for &(rank, host) in ranks {
+            job.ranks.insert(
+                rank,
+                RankInfo {
+                    rank,
+                    host: Some(host.into()),
+                    ..RankInfo::default()
+                },
+            );
+        }
+        job
+    }
+
     /// In a two-host job, the host that is not `me`: the far end of any
     /// connection between hosts, whatever address it printed.
     pub fn other_host_of_two(&self, me: &str) -> Option<String> {

@@ -94,22 +94,16 @@ fn most_common_host(job: &Job, ranks: &BTreeSet<u32>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CauseKind, NetLink, RankInfo};
+    use crate::model::{CauseKind, NetLink};
 
     fn job() -> Job {
-        let mut job = Job::default();
-        for rank in 0..16 {
-            let host = if rank < 8 { "a" } else { "b" };
-            job.ranks.insert(
-                rank,
-                RankInfo {
-                    rank,
-                    host: Some(host.into()),
-                    nics_listed: vec![(format!("mlx5_{}", rank % 8), Some(1))],
-                    net_devs_used: BTreeSet::from([0]),
-                    ..RankInfo::default()
-                },
-            );
+        let hosts: Vec<(u32, &str)> = (0..16)
+            .map(|r| (r, if r < 8 { "a" } else { "b" }))
+            .collect();
+        let mut job = Job::with_ranks_on(&hosts);
+        for (rank, info) in job.ranks.iter_mut() {
+            info.nics_listed = vec![(format!("mlx5_{}", rank % 8), Some(1))];
+            info.net_devs_used = BTreeSet::from([0]);
         }
         // Ring 7 → 8, tree 0 ↔ 8, ring 15 → 0.
         job.links = vec![

@@ -480,19 +480,7 @@ mod tests {
     }
 
     fn two_hosts() -> Job {
-        let mut job = Job::default();
-        for rank in 0..4 {
-            let host = if rank < 2 { "a" } else { "b" };
-            job.ranks.insert(
-                rank,
-                RankInfo {
-                    rank,
-                    host: Some(host.into()),
-                    ..RankInfo::default()
-                },
-            );
-        }
-        job
+        Job::with_ranks_on(&[(0, "a"), (1, "a"), (2, "b"), (3, "b")])
     }
 
     #[test]

@@ -117,21 +117,10 @@ mod tests {
     use super::*;
 
     fn job(known: &[(u32, &str)], world: u32) -> Job {
-        let mut job = Job {
+        Job {
             world_size: Some(world),
-            ..Job::default()
-        };
-        for &(rank, host) in known {
-            job.ranks.insert(
-                rank,
-                RankInfo {
-                    rank,
-                    host: Some(host.into()),
-                    ..RankInfo::default()
-                },
-            );
+            ..Job::with_ranks_on(known)
         }
-        job
     }
 
     #[test]
