@@ -561,10 +561,7 @@ fn nccl_defaults_to_index_0(job: &Job) -> Option<bool> {
     let versions: Vec<(u32, u32)> = job
         .nccl_versions
         .iter()
-        .filter_map(|v| {
-            let mut it = v.split(['.', '+', '-']).map(|p| p.parse::<u32>().ok());
-            Some((it.next()??, it.next()??))
-        })
+        .filter_map(|v| crate::model::build::nccl_major_minor(v))
         .collect();
     if versions.is_empty() {
         Some(false)

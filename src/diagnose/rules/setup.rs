@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::nccl_major_minor;
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 use super::Ctx;
@@ -171,11 +172,7 @@ fn on_roce(ctx: &Ctx<'_>) -> bool {
 }
 
 pub(super) fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
-    let mut parts = v
-        .split(['.', '+', '-'])
-        .map(|p| p.parse::<u32>().unwrap_or(0));
-    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (a, b) >= (major, minor)
+    nccl_major_minor(v).is_some_and(|mm| mm >= (major, minor))
 }
 
 /// IB or RoCE, when every NIC NCCL listed agrees.

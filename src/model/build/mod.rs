@@ -19,7 +19,7 @@ use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
 pub use counters::phase_of_path;
 pub use deaths::ConsequenceRules;
-pub use settings::nccl_version_of;
+pub use settings::{nccl_major_minor, nccl_version_of};
 pub use trees::{tree_edges, tree_rank};
 
 /// Builds the job model from the file table and all events in (file, line) order.

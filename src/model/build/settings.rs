@@ -9,6 +9,14 @@ pub fn collect(job: &mut Job) {
     collect_env(job);
 }
 
+/// `2.21.5+cuda12.4` → (2, 21): what NCCL's behaviour changes keyed on.
+pub fn nccl_major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version
+        .split(['.', '+', '-'])
+        .map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??))
+}
+
 /// The NCCL release an event states. NCCL prints its banner on rank 0 only,
 /// so the other hosts' releases come from PyTorch: its error lines end in
 /// `, NCCL version X` and its environment line starts with it.
@@ -95,7 +103,16 @@ fn torch_settings(list: &str) -> impl Iterator<Item = (&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::torch_settings;
+    use super::{nccl_major_minor, torch_settings};
+
+    #[test]
+    fn nccl_release_strings_as_nccl_and_torch_print_them() {
+        assert_eq!(nccl_major_minor("2.21.5+cuda12.4"), Some((2, 21)));
+        assert_eq!(nccl_major_minor("2.14.3"), Some((2, 14)));
+        assert_eq!(nccl_major_minor("2.19.3-1"), Some((2, 19)));
+        assert_eq!(nccl_major_minor("2"), None);
+        assert_eq!(nccl_major_minor("unknown"), None);
+    }
 
     #[test]
     fn torch_2_5_environment_line_yields_its_torch_settings() {
