@@ -56,7 +56,7 @@ pub struct NicUse {
     likely: BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>,
     /// The job named hosts for its ranks.
     mapped: bool,
-    /// (host, netdev) → HCA, from GID tables and `rdma link`.
+    /// (short host, netdev) → HCA, from GID tables and `rdma link`.
     netdevs: BTreeMap<(Option<String>, String), String>,
 }
 
@@ -80,13 +80,13 @@ impl NicUse {
         for g in &job.gids {
             if let Some(nd) = &g.netdev {
                 u.netdevs
-                    .insert((g.host.clone(), nd.clone()), g.device.clone());
+                    .insert((short(g.host.as_deref()), nd.clone()), g.device.clone());
             }
         }
         for p in &job.ports {
             if let Some(nd) = &p.netdev {
                 u.netdevs
-                    .insert((p.host.clone(), nd.clone()), p.device.clone());
+                    .insert((short(p.host.as_deref()), nd.clone()), p.device.clone());
             }
         }
         // The kernel log names a NIC's netdev and, read or inferred from
@@ -96,7 +96,7 @@ impl NicUse {
                 let Some(ibdev) = &names.ibdev else { continue };
                 for nd in &names.netdevs {
                     u.netdevs
-                        .entry((Some(host.clone()), nd.clone()))
+                        .entry((short(Some(host)), nd.clone()))
                         .or_insert_with(|| ibdev.clone());
                 }
             }
@@ -180,7 +180,7 @@ impl NicUse {
     /// The HCA a netdev belongs to (ethtool counters name the netdev).
     pub fn hca_of<'a>(&'a self, host: Option<&str>, device: &'a str) -> &'a str {
         self.netdevs
-            .get(&(host.map(str::to_string), device.to_string()))
+            .get(&(short(host), device.to_string()))
             .map_or(device, String::as_str)
     }
 
@@ -207,6 +207,11 @@ impl NicUse {
             },
         }
     }
+}
+
+/// Hosts are compared by the short name NCCL prints (snapshots may hold FQDNs).
+fn short(host: Option<&str>) -> Option<String> {
+    host.map(short_host_of)
 }
 
 /// Where no rank of a host listed its NICs: if the host has exactly one
