@@ -79,16 +79,11 @@ fn shared_rank(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
 }
 
 fn most_common_host(job: &Job, ranks: &BTreeSet<u32>) -> Option<String> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for r in ranks {
-        if let Some(h) = job.ranks.get(r).and_then(|i| i.host.clone()) {
-            *counts.entry(h).or_default() += 1;
-        }
-    }
-    counts
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(h, _)| h)
+    super::network::most_common(
+        ranks
+            .iter()
+            .filter_map(|r| job.ranks.get(r).and_then(|i| i.host.clone())),
+    )
 }
 
 #[cfg(test)]

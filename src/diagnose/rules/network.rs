@@ -453,7 +453,7 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     by_host.into_values().collect()
 }
 
-fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
+pub(super) fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
     let mut counts: BTreeMap<T, usize> = BTreeMap::new();
     for i in items {
         *counts.entry(i).or_default() += 1;
