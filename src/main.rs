@@ -151,6 +151,10 @@ struct AnalyzeArgs {
     /// hang, crash, init_failure, degraded, unknown; `any` = not healthy).
     #[arg(long, value_delimiter = ',', value_name = "STATUS")]
     fail_on: Vec<String>,
+    /// Print how long each stage took to stderr (discover, parse, model,
+    /// timeline, diagnose, report).
+    #[arg(long)]
+    timings: bool,
 }
 
 const FAIL_ON_STATUSES: &[&str] = &[
@@ -210,10 +214,17 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         timeline: &analysis.timeline,
         diagnosis: &analysis.diagnosis,
     };
+    let report_clock = std::time::Instant::now();
     let written = write_reports(&args.out, &input, args.json_only)?;
     if let Some(path) = &args.trace {
         std::fs::write(path, ncclpm::report::trace::trace_json(&input))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if args.timings {
+        let report = ("report", report_clock.elapsed());
+        for (stage, took) in analysis.timings.iter().chain([&report]) {
+            eprintln!("{stage:>9} {:8.3} s", took.as_secs_f64());
+        }
     }
     if !args.quiet {
         let mut out = std::io::stdout().lock();

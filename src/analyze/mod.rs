@@ -3,6 +3,7 @@
 mod context;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -21,6 +22,9 @@ pub struct Analysis {
     pub job: Job,
     pub timeline: Timeline,
     pub diagnosis: Diagnosis,
+    /// How long each stage took, in order (for `--timings`; never in a
+    /// report, which must not change from run to run).
+    pub timings: Vec<(&'static str, Duration)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +54,9 @@ impl Engine {
 
     /// Analyses a job folder or a single log file.
     pub fn analyze(&self, path: &Path) -> Result<Analysis, AnalyzeError> {
+        let mut clock = StageClock::start();
         let found = discover(path)?;
+        clock.lap("discover");
         let Collected {
             files,
             events,
@@ -58,6 +64,7 @@ impl Engine {
             links,
             mut skipped,
         } = self.parse_all(&found.files);
+        clock.lap("parse");
         skipped.extend(found.skipped);
         skipped.sort();
         if files.iter().all(|f| f.lines == 0) && tables.is_empty() {
@@ -75,14 +82,39 @@ impl Engine {
             &self.knowledge.consequences,
         );
         job.skipped = skipped;
+        clock.lap("model");
         let timeline = Timeline::build(&job);
+        clock.lap("timeline");
         let mut diagnosis = diagnose(&job, &timeline, &self.knowledge);
         context::attach(&mut diagnosis, path);
+        clock.lap("diagnose");
         Ok(Analysis {
             job,
             timeline,
             diagnosis,
+            timings: clock.laps,
         })
+    }
+}
+
+/// Durations of the stages, each from the end of the one before.
+struct StageClock {
+    last: Instant,
+    laps: Vec<(&'static str, Duration)>,
+}
+
+impl StageClock {
+    fn start() -> StageClock {
+        StageClock {
+            last: Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+
+    fn lap(&mut self, stage: &'static str) {
+        let now = Instant::now();
+        self.laps.push((stage, now - self.last));
+        self.last = now;
     }
 }
 

@@ -5,6 +5,7 @@ use regex::bytes::Regex;
 use std::sync::Arc;
 
 use super::GrammarError;
+use super::accel::{self, Accelerator};
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
 use crate::model::{EventKind, Fields, Level, Value, intern};
@@ -24,8 +25,11 @@ pub struct Pattern {
     pub scope: Scope,
     /// Fields ignored when deciding a match only repeats an earlier one
     /// (`None`: every match is kept).
-    pub repeats_differ_in: Option<Vec<Box<str>>>,
+    pub repeats_differ_in: Option<Vec<&'static str>>,
     regex: Regex,
+    /// A hand-written reader that answers for the regex on the lines it
+    /// knows (grammar/accel.rs).
+    accelerator: Option<Accelerator>,
     /// What fills each field, sorted by name: a named capture or a constant
     /// (`set`, which wins over a capture of the same name).
     slots: Vec<(&'static str, Slot)>,
@@ -164,8 +168,35 @@ impl Grammar {
 }
 
 impl Pattern {
-    /// Runs the regex on `body` and extracts typed fields.
+    /// Matches `body` (the accelerator first, where there is one) and
+    /// extracts typed fields.
     pub fn try_match(
+        &self,
+        body: &[u8],
+        locs: &mut regex::bytes::CaptureLocations,
+    ) -> Option<Match<'_>> {
+        if let Some(fields) = self.accelerator.and_then(|read| read(body)) {
+            return Some(Match {
+                pattern: self,
+                fields,
+            });
+        }
+        self.regex_match(body, locs)
+    }
+
+    /// What the accelerator of this pattern reads from `body`, if it has
+    /// one and it answers (for checking it against the regex).
+    pub fn accelerated(&self, body: &[u8]) -> Option<Fields> {
+        self.accelerator.and_then(|read| read(body))
+    }
+
+    /// Fresh capture buffers for [`Pattern::regex_match`].
+    pub fn capture_locations(&self) -> regex::bytes::CaptureLocations {
+        self.regex.capture_locations()
+    }
+
+    /// Runs the regex alone on `body` and extracts typed fields.
+    pub fn regex_match(
         &self,
         body: &[u8],
         locs: &mut regex::bytes::CaptureLocations,
@@ -213,6 +244,12 @@ fn compile_pattern(
             "needs at least one non-empty literal for the prefilter".into(),
         ));
     }
+    let accelerator = match &spec.accelerator {
+        Some(name) => Some(
+            accel::by_name(name).ok_or_else(|| fail(format!("unknown accelerator `{name}`")))?,
+        ),
+        None => None,
+    };
     let regex = Regex::new(&spec.regex).map_err(|source| GrammarError::Regex {
         file: file.into(),
         id: spec.id.clone(),
@@ -247,13 +284,10 @@ fn compile_pattern(
         kind,
         level,
         fallback: spec.fallback,
-        repeats_differ_in: (!spec.repeats_differ_in.is_empty()).then(|| {
-            spec.repeats_differ_in
-                .iter()
-                .map(|f| f.as_str().into())
-                .collect()
-        }),
+        repeats_differ_in: (!spec.repeats_differ_in.is_empty())
+            .then(|| spec.repeats_differ_in.iter().map(|f| intern(f)).collect()),
         scope: spec.scope,
+        accelerator,
         regex,
         slots: slots(captures, constants),
         samples,

@@ -6,6 +6,7 @@
 //! few lines worth a regex, then the candidate patterns' regexes run in priority
 //! order on those lines only.
 
+mod accel;
 mod compile;
 pub mod counters;
 mod fields;

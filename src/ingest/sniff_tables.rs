@@ -49,7 +49,8 @@ const COUNTER_ANCHORS: &[&str] = &[
 
 /// The table kind a file's head looks like, if any.
 pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
-    let text = String::from_utf8_lossy(head);
+    let looked_at = first_lines(head, HEAD_LINES);
+    let text = String::from_utf8_lossy(looked_at);
     let lines: Vec<Cow<'_, str>> = text
         .lines()
         .take(HEAD_LINES)
@@ -57,7 +58,8 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         .filter(|l| !l.trim().is_empty())
         .collect();
     // A head cut mid-line would count its last line as a misfit.
-    let lines = if head.len() >= super::sniff::SNIFF_BYTES && lines.len() > 1 {
+    let cut_mid_line = looked_at.len() == head.len() && head.len() >= super::sniff::SNIFF_BYTES;
+    let lines = if cut_mid_line && lines.len() > 1 {
         &lines[..lines.len() - 1]
     } else {
         &lines[..]
@@ -69,6 +71,14 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         return Some(kind);
     }
     without_header(lines)
+}
+
+/// The bytes of the first `n` lines (only those are decoded and looked at).
+fn first_lines(head: &[u8], n: usize) -> &[u8] {
+    match memchr::memchr_iter(b'\n', head).nth(n.saturating_sub(1)) {
+        Some(end) => &head[..end],
+        None => head,
+    }
 }
 
 /// Kinds recognised by a header line, in the order they are tried.
@@ -89,7 +99,7 @@ fn with_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
             .iter()
             .take(HEADER_WITHIN)
             .any(|l| is_header(kind, l.trim_end()));
-        header && share(lines, |l| fits(kind, l)) >= FIT_WITH_HEADER
+        header && fits_share(lines, |l| fits(kind, l), FIT_WITH_HEADER)
     })
 }
 
@@ -103,33 +113,46 @@ fn without_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
         return Some(TableKind::RdmaStatistic);
     }
     let sysfs_paths = lines.iter().filter(|l| is_sysfs_path_line(l)).count();
-    if sysfs_paths > 0 && share(lines, |l| fits(TableKind::SysfsCounters, l)) >= FIT_WITHOUT_HEADER
+    if sysfs_paths > 0
+        && fits_share(
+            lines,
+            |l| fits(TableKind::SysfsCounters, l),
+            FIT_WITHOUT_HEADER,
+        )
     {
         return Some(TableKind::SysfsCounters);
     }
     if lines.len() >= 2
-        && share(lines, |l| is_rdma_stat_line(l) || is_rdma_pair(l)) >= FIT_WITHOUT_HEADER
+        && fits_share(
+            lines,
+            |l| is_rdma_stat_line(l) || is_rdma_pair(l),
+            FIT_WITHOUT_HEADER,
+        )
         && lines.iter().any(|l| is_rdma_stat_line(l))
     {
         return Some(TableKind::RdmaStatistic);
     }
     if lines.len() >= 2
-        && share(lines, is_indented_stat) >= FIT_WITHOUT_HEADER
+        && fits_share(lines, is_indented_stat, FIT_WITHOUT_HEADER)
         && lines.iter().any(|l| looks_like_ethtool_name(stat_name(l)))
     {
         return Some(TableKind::EthtoolStats);
     }
     if lines.iter().any(|l| is_gid_line(l))
-        && share(lines, |l| is_gid_line(l) || fits(TableKind::IbvDevinfo, l)) >= FIT_WITHOUT_HEADER
+        && fits_share(
+            lines,
+            |l| is_gid_line(l) || fits(TableKind::IbvDevinfo, l),
+            FIT_WITHOUT_HEADER,
+        )
     {
         return Some(TableKind::IbvDevinfo);
     }
-    let listed = lines.iter().filter(|l| is_name_value(l)).count();
-    let anchors = lines
-        .iter()
-        .filter(|l| is_name_value(l) && COUNTER_ANCHORS.contains(&stat_name(l)))
-        .count();
-    if listed >= 2 && anchors >= 1 && listed as f64 >= lines.len() as f64 * FIT_WITHOUT_HEADER {
+    if lines.len() >= 2
+        && fits_share(lines, is_name_value, FIT_WITHOUT_HEADER)
+        && lines
+            .iter()
+            .any(|l| is_name_value(l) && COUNTER_ANCHORS.contains(&stat_name(l)))
+    {
         return Some(TableKind::SysfsCounters);
     }
     None
@@ -192,9 +215,20 @@ fn fits(kind: TableKind, line: &str) -> bool {
     }
 }
 
-fn share(lines: &[Cow<'_, str>], pred: impl Fn(&str) -> bool) -> f64 {
-    let n = lines.iter().filter(|l| pred(l)).count();
-    n as f64 / lines.len() as f64
+/// Whether at least the share `min` of `lines` fits `pred`. Gives up as
+/// soon as too many misfit: every log file is sniffed, and fails at once.
+fn fits_share(lines: &[Cow<'_, str>], pred: impl Fn(&str) -> bool, min: f64) -> bool {
+    let allowed_misfits = ((1.0 - min) * lines.len() as f64).floor() as usize;
+    let mut misfits = 0;
+    for line in lines {
+        if !pred(line) {
+            misfits += 1;
+            if misfits > allowed_misfits {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// `$ ibstat`, `[root@node5 ~]# perfquery -x`: a shell prompt in a capture.

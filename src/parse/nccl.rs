@@ -12,6 +12,10 @@
 //! other leading stamp. The messages themselves are matched by
 //! `grammars/nccl.toml`.
 
+use std::sync::LazyLock;
+
+use memchr::memmem;
+
 use crate::ingest::launcher::digits;
 use crate::model::Level;
 
@@ -62,12 +66,16 @@ pub fn parse_prefix(s: &[u8]) -> Option<NcclPrefix<'_>> {
     })
 }
 
+/// Built once: building a searcher per line cost more than the search.
+static NCCL_WORD: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("NCCL "));
+
 /// Finds ` NCCL LEVEL ` within the short stretch after `PID:TID` (device,
 /// source location, TRACE milliseconds): (level, bytes to the message).
 fn level_after(s: &[u8]) -> Option<(Level, usize)> {
     let window = &s[..s.len().min(160)];
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&window[from..], b"NCCL ") {
+    while let Some(at) = NCCL_WORD.find(&window[from..]) {
         let word_at = from + at + 5;
         for (word, level) in LEVELS {
             if window[word_at..].starts_with(word) {

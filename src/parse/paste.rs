@@ -3,11 +3,18 @@
 //! (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`) and quote markers (`> `).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem;
+
+/// Built once: building a searcher per line cost more than the search.
+static AUTOLINK: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("](http"));
 
 /// The line as it was before pasting; borrowed when nothing needed undoing.
 pub fn unpaste(line: &[u8]) -> Cow<'_, [u8]> {
     let quoted = line.starts_with(b"> ") || line == b">";
-    let linked = memchr::memmem::find(line, b"](http").is_some();
+    let linked = AUTOLINK.find(line).is_some();
     if !quoted && !linked {
         return Cow::Borrowed(line);
     }

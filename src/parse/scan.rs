@@ -5,8 +5,9 @@
 //! lines it hits are framed, decoded or matched. Every other line costs one pass
 //! of the automaton and a newline count.
 
-use std::collections::HashMap;
 use std::io::{self, Read};
+
+use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
@@ -220,7 +221,9 @@ struct Scanner<'a> {
     scratch: MatchScratch,
     /// Kept matches of patterns that declare `repeats_differ_in`, by key,
     /// with the index of the event kept for them.
-    seen_repeats: HashMap<Box<[u8]>, u32>,
+    seen_repeats: FxHashMap<Box<[u8]>, u32>,
+    /// The key of the line at hand, built in place.
+    repeat_key: Vec<u8>,
     out: FileParse,
 }
 
@@ -242,7 +245,8 @@ impl<'a> Scanner<'a> {
             base_who,
             candidates: Vec::new(),
             scratch: MatchScratch::default(),
-            seen_repeats: HashMap::new(),
+            seen_repeats: FxHashMap::default(),
+            repeat_key: Vec::with_capacity(128),
             out: FileParse::default(),
         }
     }
@@ -292,9 +296,10 @@ impl<'a> Scanner<'a> {
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
         let next = self.out.events.len() as u32;
-        let anchor = match repeat_key(m.pattern, &who, &m.fields) {
-            Some(key) => *self.seen_repeats.entry(key).or_insert(next),
-            None => next,
+        let anchor = if write_repeat_key(&mut self.repeat_key, m.pattern, &who, &m.fields) {
+            self.anchor_of_repeat(next)
+        } else {
+            next
         };
         if m.pattern.kind == EventKind::NcclChannel
             && let (Some(src), Some(dst)) = (m.fields.int("src"), m.fields.int("dst"))
@@ -338,12 +343,28 @@ impl<'a> Scanner<'a> {
     }
 }
 
+impl Scanner<'_> {
+    /// The event a repeated line belongs to: the one kept for the first line
+    /// with the key at hand, or `next` when this line is the first.
+    fn anchor_of_repeat(&mut self, next: u32) -> u32 {
+        if let Some(&anchor) = self.seen_repeats.get(self.repeat_key.as_slice()) {
+            return anchor;
+        }
+        let key = self.repeat_key.as_slice().into();
+        self.seen_repeats.insert(key, next);
+        next
+    }
+}
+
 /// What makes a match of a `repeats_differ_in` pattern a new fact: the
-/// pattern, the process, and every field but the ones it may differ in.
+/// pattern, the process, and every field but the ones it may differ in,
+/// written into `key`; `false` when the pattern keeps every match.
 /// Names are interned, so their addresses identify them.
-fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<[u8]>> {
-    let ignored = pattern.repeats_differ_in.as_ref()?;
-    let mut key = Vec::with_capacity(96);
+fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields) -> bool {
+    let Some(ignored) = pattern.repeats_differ_in.as_ref() else {
+        return false;
+    };
+    key.clear();
     let mut word = |n: u64| key.extend_from_slice(&n.to_le_bytes());
     word(pattern.id.as_ptr() as u64);
     word(who.pid.map_or(u64::MAX, u64::from));
@@ -353,7 +374,7 @@ fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<[u8]>
     key.extend_from_slice(&(host.len() as u64).to_le_bytes());
     key.extend_from_slice(host.as_bytes());
     for (name, value) in fields.iter() {
-        if ignored.iter().any(|i| **i == *name) {
+        if ignored.iter().any(|i| same_name(i, name)) {
             continue;
         }
         key.extend_from_slice(&(name.as_ptr() as u64).to_le_bytes());
@@ -369,7 +390,13 @@ fn repeat_key(pattern: &Pattern, who: &Who, fields: &Fields) -> Option<Box<[u8]>
             }
         }
     }
-    Some(key.into_boxed_slice())
+    true
+}
+
+/// Names of fields are interned, so equal names are most often one string;
+/// the length check keeps the byte comparison for the rare rest.
+fn same_name(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || (a.len() == b.len() && a == b)
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the

@@ -3,6 +3,7 @@
 //! the sample declares. Run by the unit tests for the built-in grammars and at
 //! start-up for user grammars (`--grammar`).
 
+use crate::grammar::spec::Scope;
 use crate::grammar::{Grammar, MatchScratch, Pattern};
 use crate::ingest::launcher::LauncherStyle;
 
@@ -45,6 +46,20 @@ pub fn check_pattern_samples(grammar: &Grammar, pattern: &Pattern) -> Vec<String
                 m.fields.iter().collect::<Vec<_>>()
             )),
             Some(_) => {}
+        }
+        let body = match pattern.scope {
+            Scope::Message => framed.body,
+            Scope::Line => bytes,
+        };
+        if let Some(fast) = pattern.accelerated(body) {
+            let locs = &mut pattern.capture_locations();
+            let slow = pattern.regex_match(body, locs).map(|m| m.fields);
+            if slow.as_ref() != Some(&fast) {
+                failures.push(format!(
+                    "{}: {}: its accelerator disagrees with its regex on {line:?}\n  regex       {slow:?}\n  accelerator {fast:?}",
+                    pattern.file, pattern.id
+                ));
+            }
         }
     }
     failures

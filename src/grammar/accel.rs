@@ -1,0 +1,258 @@
+//! Hand-written matchers for the few patterns that match most lines.
+//!
+//! On a large job nine lines in ten are NCCL channel lines, and running a
+//! capturing regex on each cost half of the whole analysis. An accelerator
+//! reads such a line directly. It is only a faster way to run its pattern's
+//! regex: where the line is not in the exact form it knows it returns `None`
+//! and the regex decides, and where it answers, its fields must be the
+//! regex's. The self-test checks that on every sample of the pattern, and
+//! tests check it on every channel line of the corpus and on generated lines.
+
+use std::sync::LazyLock;
+
+use crate::model::{Fields, Value, intern};
+
+/// Reads a message body into the fields its pattern's regex would yield, or
+/// `None` to leave the line to the regex.
+pub type Accelerator = fn(&[u8]) -> Option<Fields>;
+
+/// The accelerator a grammar names (`accelerator = "…"`), if it exists.
+pub fn by_name(name: &str) -> Option<Accelerator> {
+    match name {
+        "nccl_channel" => Some(nccl_channel),
+        _ => None,
+    }
+}
+
+/// `Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared` (and the
+/// `Ring` form of NCCL ≤ 2.6), anchored at the start of the message: the
+/// regex of `nccl.channel` in grammars/nccl.toml, read left to right.
+fn nccl_channel(body: &[u8]) -> Option<Fields> {
+    let mut r = Reader { s: body, at: 0 };
+    if !(r.eat(b"Channel ") || r.eat(b"Ring ")) {
+        return None;
+    }
+    let channel = r.int()?;
+    let conn = if r.eat(b"/") { Some(r.int()?) } else { None };
+    r.expect(b" : ")?;
+    let src = r.int()?;
+    let src_dev = r.bracketed_hex()?;
+    r.expect(b" -> ")?;
+    let dst = r.int()?;
+    let dst_dev = r.bracketed_hex()?;
+    r.expect(b" ")?;
+    let dir = if r.eat(b"[send] ") {
+        Some("send")
+    } else if r.eat(b"[receive] ") {
+        Some("receive")
+    } else {
+        None
+    };
+    r.expect(b"via ")?;
+    let transport = r.transport()?;
+    let suffix = r.transport_suffix()?;
+    let n = &*CHANNEL_NAMES;
+    // Pushed in name order, as `Fields` keeps them.
+    let mut fields = Vec::with_capacity(10);
+    fields.push((n.channel, Value::Int(channel)));
+    if let Some(conn) = conn {
+        fields.push((n.conn, Value::Int(conn)));
+    }
+    if let Suffix::Detail(d) = suffix {
+        fields.push((n.detail, Value::Text(d.into())));
+    }
+    if let Some(dir) = dir {
+        fields.push((n.dir, Value::Text(dir.into())));
+    }
+    fields.push((n.dst, Value::Int(dst)));
+    fields.push((n.dst_dev, Value::Text(dst_dev.into())));
+    if let Suffix::NetDev(dev) = suffix {
+        fields.push((n.net_dev, Value::Int(dev)));
+    }
+    fields.push((n.src, Value::Int(src)));
+    fields.push((n.src_dev, Value::Text(src_dev.into())));
+    fields.push((n.transport, Value::Text(transport.into())));
+    Some(Fields::from_sorted(fields))
+}
+
+/// The interned names of the channel line's fields, looked up once.
+struct ChannelNames {
+    channel: &'static str,
+    conn: &'static str,
+    detail: &'static str,
+    dir: &'static str,
+    dst: &'static str,
+    dst_dev: &'static str,
+    net_dev: &'static str,
+    src: &'static str,
+    src_dev: &'static str,
+    transport: &'static str,
+}
+
+static CHANNEL_NAMES: LazyLock<ChannelNames> = LazyLock::new(|| ChannelNames {
+    channel: intern("channel"),
+    conn: intern("conn"),
+    detail: intern("detail"),
+    dir: intern("dir"),
+    dst: intern("dst"),
+    dst_dev: intern("dst_dev"),
+    net_dev: intern("net_dev"),
+    src: intern("src"),
+    src_dev: intern("src_dev"),
+    transport: intern("transport"),
+});
+
+/// ASCII bytes in the regex's (Unicode) `\s`: unlike
+/// `u8::is_ascii_whitespace`, it includes the vertical tab.
+fn is_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
+}
+
+enum Suffix<'a> {
+    None,
+    NetDev(i64),
+    Detail(&'a str),
+}
+
+/// A cursor over ASCII text; anything outside ASCII makes the reader give
+/// up, since the regex's `\d`, `\s` and `\w` are Unicode classes.
+struct Reader<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn rest(&self) -> &'a [u8] {
+        &self.s[self.at..]
+    }
+
+    fn eat(&mut self, lit: &[u8]) -> bool {
+        let hit = self.rest().starts_with(lit);
+        if hit {
+            self.at += lit.len();
+        }
+        hit
+    }
+
+    fn expect(&mut self, lit: &[u8]) -> Option<()> {
+        self.eat(lit).then_some(())
+    }
+
+    /// The longest run of bytes that `keep` accepts (`None` when a
+    /// non-ASCII byte ends it: the regex might read on).
+    fn run(&mut self, keep: impl Fn(u8) -> bool) -> Option<&'a str> {
+        let rest = self.rest();
+        let len = rest.iter().take_while(|&&b| keep(b)).count();
+        if rest.get(len).is_some_and(|b| !b.is_ascii()) {
+            return None;
+        }
+        self.at += len;
+        std::str::from_utf8(&rest[..len]).ok()
+    }
+
+    /// `\d+` as a field of kind int (a value too large for one stays text in
+    /// the regex path, so the reader gives up on it).
+    fn int(&mut self) -> Option<i64> {
+        let digits = self.run(|b| b.is_ascii_digit())?;
+        if digits.is_empty() {
+            return None;
+        }
+        digits.parse().ok()
+    }
+
+    /// `\[([0-9a-fA-F]+)\]`.
+    fn bracketed_hex(&mut self) -> Option<&'a str> {
+        self.expect(b"[")?;
+        let hex = self.run(|b| b.is_ascii_hexdigit())?;
+        self.expect(b"]")?;
+        (!hex.is_empty()).then_some(hex)
+    }
+
+    /// `NET/[^/\s]+|P2P|SHM|COLLNET\w*`, first alternative first.
+    fn transport(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        if self.eat(b"NET/") {
+            let name = self.run(|b| b != b'/' && !is_space(b))?;
+            if !name.is_empty() {
+                return std::str::from_utf8(&self.s[start..self.at]).ok();
+            }
+            self.at = start;
+        }
+        if self.eat(b"P2P") || self.eat(b"SHM") {
+            return std::str::from_utf8(&self.s[start..self.at]).ok();
+        }
+        if self.eat(b"COLLNET") {
+            self.run(|b| b.is_ascii_alphanumeric() || b == b'_')?;
+            return std::str::from_utf8(&self.s[start..self.at]).ok();
+        }
+        None
+    }
+
+    /// `(?:/(\d+)|/(\S+))?`: a NIC index when digits follow the slash,
+    /// else the rest of the word.
+    fn transport_suffix(&mut self) -> Option<Suffix<'a>> {
+        if !self.eat(b"/") {
+            return Some(Suffix::None);
+        }
+        let after_slash = self.at;
+        let digits = self.run(|b| b.is_ascii_digit())?;
+        if !digits.is_empty() {
+            return digits.parse().ok().map(Suffix::NetDev);
+        }
+        self.at = after_slash;
+        let word = self.run(|b| !is_space(b))?;
+        Some(if word.is_empty() {
+            Suffix::None
+        } else {
+            Suffix::Detail(word)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(line: &str) -> Vec<(String, String)> {
+        nccl_channel(line.as_bytes())
+            .expect("read")
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_net_channel_line_of_nccl_2_19_reads_whole() {
+        let got = fields("Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared");
+        let want = [
+            ("channel", "0"),
+            ("conn", "1"),
+            ("dir", "send"),
+            ("dst", "8"),
+            ("dst_dev", "0"),
+            ("net_dev", "0"),
+            ("src", "0"),
+            ("src_dev", "0"),
+            ("transport", "NET/IB"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn lines_outside_the_known_form_are_left_to_the_regex() {
+        for line in [
+            "Channel 00/ : 0[0] -> 8[0] via P2P",
+            "Channel 00 : 0[0] -> 8[0] via NVLS",
+            "Channel 00 : 0[0] -> 8[0] via NET/IB/０",
+            "Channel 99999999999999999999 : 0[0] -> 8[0] via P2P",
+            "Channel 00 : 0[] -> 8[0] via P2P",
+            "Connected all rings",
+        ] {
+            assert!(nccl_channel(line.as_bytes()).is_none(), "{line}");
+        }
+    }
+}
