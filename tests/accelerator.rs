@@ -118,11 +118,11 @@ prop_compose! {
         via in mostly(&["via "], &["via", "through "]),
         transport in mostly(
             &["NET/IB", "NET/Socket", "P2P", "SHM", "COLLNET", "COLLNETDirect"],
-            &["NET/", "NET//", "NET/IB\u{b}x", "NET/ÏB", "P2Px", "COLLNETé", "NVLS", ""],
+            &["NET/", "NET//", "NET/IB\u{b}x", "NET/ÏB", "NET/I\u{a0}B", "P2Px", "COLLNETé", "NVLS", ""],
         ),
         suffix in mostly(
             &["", "/0", "/12", "/0/GDRDMA", "/0/GDRDMA/Shared", "/IPC/read", "/CUMEM", "/direct/direct"],
-            &["/", "/ x", "/\u{b}", "/é", "/1é", "/１", "/0x", " trailing", "/GDRDMA extra", "/a\u{b}b"],
+            &["/", "/ x", "/\u{b}", "/é", "/1é", "/１", "/0x", " trailing", "/GDRDMA extra", "/a\u{b}b", "/a\u{a0}b", "/\u{2003}"],
         ),
     ) -> String {
         let conn = conn.map(|c| format!("/{c}")).unwrap_or_default();

@@ -8,9 +8,8 @@
 //! regex's. The self-test checks that on every sample of the pattern, and
 //! tests check it on every channel line of the corpus and on generated lines.
 
-use std::sync::LazyLock;
-
-use crate::model::{Fields, Value, intern};
+use crate::model::FieldRef::{Int, Text};
+use crate::model::{Fields, FieldsBuilder};
 
 /// Reads a message body into the fields its pattern's regex would yield, or
 /// `None` to leave the line to the regex.
@@ -51,56 +50,28 @@ fn nccl_channel(body: &[u8]) -> Option<Fields> {
     r.expect(b"via ")?;
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
-    let n = &*CHANNEL_NAMES;
+    let mut fields = FieldsBuilder::with_capacity(128);
     // Pushed in name order, as `Fields` keeps them.
-    let mut fields = Vec::with_capacity(10);
-    fields.push((n.channel, Value::Int(channel)));
+    fields.push("channel", Int(channel));
     if let Some(conn) = conn {
-        fields.push((n.conn, Value::Int(conn)));
+        fields.push("conn", Int(conn));
     }
     if let Suffix::Detail(d) = suffix {
-        fields.push((n.detail, Value::Text(d.into())));
+        fields.push("detail", Text(d));
     }
     if let Some(dir) = dir {
-        fields.push((n.dir, Value::Text(dir.into())));
+        fields.push("dir", Text(dir));
     }
-    fields.push((n.dst, Value::Int(dst)));
-    fields.push((n.dst_dev, Value::Text(dst_dev.into())));
+    fields.push("dst", Int(dst));
+    fields.push("dst_dev", Text(dst_dev));
     if let Suffix::NetDev(dev) = suffix {
-        fields.push((n.net_dev, Value::Int(dev)));
+        fields.push("net_dev", Int(dev));
     }
-    fields.push((n.src, Value::Int(src)));
-    fields.push((n.src_dev, Value::Text(src_dev.into())));
-    fields.push((n.transport, Value::Text(transport.into())));
-    Some(Fields::from_sorted(fields))
+    fields.push("src", Int(src));
+    fields.push("src_dev", Text(src_dev));
+    fields.push("transport", Text(transport));
+    Some(fields.finish())
 }
-
-/// The interned names of the channel line's fields, looked up once.
-struct ChannelNames {
-    channel: &'static str,
-    conn: &'static str,
-    detail: &'static str,
-    dir: &'static str,
-    dst: &'static str,
-    dst_dev: &'static str,
-    net_dev: &'static str,
-    src: &'static str,
-    src_dev: &'static str,
-    transport: &'static str,
-}
-
-static CHANNEL_NAMES: LazyLock<ChannelNames> = LazyLock::new(|| ChannelNames {
-    channel: intern("channel"),
-    conn: intern("conn"),
-    detail: intern("detail"),
-    dir: intern("dir"),
-    dst: intern("dst"),
-    dst_dev: intern("dst_dev"),
-    net_dev: intern("net_dev"),
-    src: intern("src"),
-    src_dev: intern("src_dev"),
-    transport: intern("transport"),
-});
 
 /// ASCII bytes in the regex's (Unicode) `\s`: unlike
 /// `u8::is_ascii_whitespace`, it includes the vertical tab.
@@ -142,7 +113,10 @@ impl<'a> Reader<'a> {
     /// non-ASCII byte ends it: the regex might read on).
     fn run(&mut self, keep: impl Fn(u8) -> bool) -> Option<&'a str> {
         let rest = self.rest();
-        let len = rest.iter().take_while(|&&b| keep(b)).count();
+        let len = rest
+            .iter()
+            .take_while(|&&b| b.is_ascii() && keep(b))
+            .count();
         if rest.get(len).is_some_and(|b| !b.is_ascii()) {
             return None;
         }
@@ -153,11 +127,16 @@ impl<'a> Reader<'a> {
     /// `\d+` as a field of kind int (a value too large for one stays text in
     /// the regex path, so the reader gives up on it).
     fn int(&mut self) -> Option<i64> {
-        let digits = self.run(|b| b.is_ascii_digit())?;
-        if digits.is_empty() {
+        let rest = self.rest();
+        let len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if len == 0 || rest.get(len).is_some_and(|b| !b.is_ascii()) {
             return None;
         }
-        digits.parse().ok()
+        let value = rest[..len].iter().try_fold(0i64, |n, &d| {
+            n.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+        })?;
+        self.at += len;
+        Some(value)
     }
 
     /// `\[([0-9a-fA-F]+)\]`.

@@ -8,7 +8,7 @@ use super::GrammarError;
 use super::accel::{self, Accelerator};
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
-use crate::model::{EventKind, Fields, Level, Value, intern};
+use crate::model::{EventKind, Fields, FieldsBuilder, Level, Value, intern};
 
 /// Index of a pattern inside a [`Grammar`]; lower is tried first.
 pub type PatternIdx = u32;
@@ -202,21 +202,21 @@ impl Pattern {
         locs: &mut regex::bytes::CaptureLocations,
     ) -> Option<Match<'_>> {
         self.regex.captures_read(locs, body)?;
-        let mut fields = Vec::with_capacity(self.slots.len());
+        let mut fields = FieldsBuilder::with_capacity(16 * self.slots.len());
         for (name, slot) in &self.slots {
             match slot {
                 Slot::Capture { group, kind } => {
                     if let Some((start, end)) = locs.get(*group) {
                         let raw = String::from_utf8_lossy(&body[start..end]);
-                        fields.push((*name, convert_field(*kind, &raw)));
+                        fields.push(name, convert_field(*kind, &raw).as_ref());
                     }
                 }
-                Slot::Constant(value) => fields.push((*name, value.clone())),
+                Slot::Constant(value) => fields.push(name, value.as_ref()),
             }
         }
         Some(Match {
             pattern: self,
-            fields: Fields::from_sorted(fields),
+            fields: fields.finish(),
         })
     }
 }

@@ -5,10 +5,8 @@
 //! number) and the matched text, so any claim the report makes can cite it.
 
 use serde::Serialize;
-use std::fmt;
 
-use compact_str::CompactString;
-
+pub use super::fields::{FieldRef, Fields, Value};
 use super::time::RawTime;
 
 /// Index of an input file in the job's file table (`Job::files`).
@@ -78,90 +76,6 @@ impl Level {
             "FATAL" | "F" | "CRITICAL" | "C" | "fatal" | "crit" | "alert" | "emerg" => Level::Fatal,
             _ => return None,
         })
-    }
-}
-
-/// A field value extracted from a line.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(untagged)]
-pub enum Value {
-    Int(i64),
-    Text(CompactString),
-}
-
-impl Value {
-    pub fn as_int(&self) -> Option<i64> {
-        match self {
-            Value::Int(v) => Some(*v),
-            Value::Text(t) => t.parse().ok(),
-        }
-    }
-
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Value::Text(t) => Some(t.as_str()),
-            Value::Int(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Int(v) => write!(f, "{v}"),
-            Value::Text(t) => f.write_str(t),
-        }
-    }
-}
-
-/// Named fields of an event, kept sorted by name so output order is stable.
-/// Names are interned (`model::intern`): a large job holds millions of
-/// events, and a copy of each name per field per event would dominate.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fields(Vec<(&'static str, Value)>);
-
-impl Fields {
-    pub fn with_capacity(n: usize) -> Fields {
-        Fields(Vec::with_capacity(n))
-    }
-
-    /// Inserts under an interned name (a pattern's capture, a literal).
-    pub fn insert(&mut self, name: &'static str, value: Value) {
-        match self.0.binary_search_by(|(k, _)| (*k).cmp(name)) {
-            Ok(i) => self.0[i].1 = value,
-            Err(i) => self.0.insert(i, (name, value)),
-        }
-    }
-
-    /// Fields already sorted by name, each name once (a pattern's slots).
-    pub fn from_sorted(fields: Vec<(&'static str, Value)>) -> Fields {
-        debug_assert!(fields.windows(2).all(|w| w[0].0 < w[1].0));
-        Fields(fields)
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        // An event has a dozen fields at most: a scan that compares lengths
-        // first beats a binary search of string comparisons.
-        self.0
-            .iter()
-            .find(|(k, _)| k.len() == name.len() && *k == name)
-            .map(|(_, v)| v)
-    }
-
-    pub fn int(&self, name: &str) -> Option<i64> {
-        self.get(name).and_then(Value::as_int)
-    }
-
-    pub fn text(&self, name: &str) -> Option<&str> {
-        self.get(name).and_then(Value::as_str)
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.0.iter().map(|(k, v)| (*k, v))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -329,16 +243,5 @@ mod tests {
         for kind in EventKind::ALL {
             assert_eq!(EventKind::from_name(kind.name()), Some(*kind));
         }
-    }
-
-    #[test]
-    fn fields_stay_sorted_and_replace_on_reinsert() {
-        let mut f = Fields::default();
-        f.insert("status", Value::Int(12));
-        f.insert("peer", Value::Text("10.0.0.1".into()));
-        f.insert("status", Value::Int(5));
-        let names: Vec<_> = f.iter().map(|(k, _)| k).collect();
-        assert_eq!(names, ["peer", "status"]);
-        assert_eq!(f.int("status"), Some(5));
     }
 }

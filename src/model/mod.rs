@@ -4,6 +4,7 @@
 pub mod build;
 pub mod cause;
 pub mod event;
+pub mod fields;
 pub mod intern;
 pub mod job;
 pub mod kernel;
@@ -12,7 +13,8 @@ pub mod sys;
 pub mod time;
 
 pub use cause::CauseKind;
-pub use event::{Event, EventKind, Fields, FileId, Level, Origin, Value, Who};
+pub use event::{Event, EventKind, FileId, Level, Origin, Who};
+pub use fields::{FieldRef, Fields, FieldsBuilder, Value};
 pub use intern::intern;
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,

@@ -359,7 +359,6 @@ impl Scanner<'_> {
 /// What makes a match of a `repeats_differ_in` pattern a new fact: the
 /// pattern, the process, and every field but the ones it may differ in,
 /// written into `key`; `false` when the pattern keeps every match.
-/// Names are interned, so their addresses identify them.
 fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields) -> bool {
     let Some(ignored) = pattern.repeats_differ_in.as_ref() else {
         return false;
@@ -373,30 +372,20 @@ fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fi
     let host = who.host.as_deref().unwrap_or("");
     key.extend_from_slice(&(host.len() as u64).to_le_bytes());
     key.extend_from_slice(host.as_bytes());
-    for (name, value) in fields.iter() {
-        if ignored.iter().any(|i| same_name(i, name)) {
+    for (name, kind, value) in fields.raw() {
+        if ignored
+            .iter()
+            .any(|i| i.len() == name.len() && i.as_bytes() == name)
+        {
             continue;
         }
-        key.extend_from_slice(&(name.as_ptr() as u64).to_le_bytes());
-        match value {
-            Value::Int(n) => {
-                key.push(1);
-                key.extend_from_slice(&n.to_le_bytes());
-            }
-            Value::Text(t) => {
-                key.push(2);
-                key.extend_from_slice(&(t.len() as u64).to_le_bytes());
-                key.extend_from_slice(t.as_bytes());
-            }
-        }
+        key.extend_from_slice(&(name.len() as u64).to_le_bytes());
+        key.extend_from_slice(name);
+        key.push(kind);
+        key.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        key.extend_from_slice(value);
     }
     true
-}
-
-/// Names of fields are interned, so equal names are most often one string;
-/// the length check keeps the byte comparison for the rare rest.
-fn same_name(a: &str, b: &str) -> bool {
-    std::ptr::eq(a, b) || (a.len() == b.len() && a == b)
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the

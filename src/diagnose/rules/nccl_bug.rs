@@ -172,7 +172,7 @@ fn event_passes(ev: &Event, field: Option<&str>, test: &Test) -> bool {
     match (test, value) {
         (Test::Present, _) => true,
         (Test::AtLeast(n), v) => v.as_int().is_some_and(|x| x >= *n),
-        (Test::Equals(t), Value::Int(x)) => t.trim().parse::<i64>().is_ok_and(|t| t == *x),
+        (Test::Equals(t), Value::Int(x)) => t.trim().parse::<i64>().is_ok_and(|t| t == x),
         (Test::Equals(t), Value::Text(s)) => s.trim().eq_ignore_ascii_case(t),
         (Test::Contains(t), v) => contains_ignore_case(&v.to_string(), t),
         (Test::StartsWith(t), v) => starts_with_ignore_case(&v.to_string(), t),
