@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 pub use super::fields::{FieldRef, Fields, Value};
+use super::sym::Sym;
 use super::time::RawTime;
 
 /// Index of an input file in the job's file table (`Job::files`).
@@ -28,7 +29,9 @@ pub struct Origin {
 /// task per GPU. The model stage fills in what the line itself did not say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Who {
-    pub host: Option<Box<str>>,
+    /// Shared by the events of one writer (one copy per host a thread
+    /// parses, not one per line).
+    pub host: Option<Sym>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
     /// Global rank, when known.
@@ -206,6 +209,22 @@ event_kinds! {
 impl EventKind {
     pub fn from_name(name: &str) -> Option<EventKind> {
         Self::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// Facts of the job's layout that every rank prints at start-up: read
+    /// by their fields alone, so their lines need not be kept in memory.
+    pub fn is_topology(self) -> bool {
+        matches!(
+            self,
+            EventKind::NcclCommInit
+                | EventKind::NcclChannel
+                | EventKind::NcclTrees
+                | EventKind::NcclEnvSetting
+                | EventKind::NcclNetIb
+                | EventKind::NcclNetSocket
+                | EventKind::NcclNetSelected
+                | EventKind::NcclBootstrapIface
+        )
     }
 }
 

@@ -150,6 +150,10 @@ impl Fields {
         self.0.is_empty()
     }
 
+    pub fn len_bytes(&self) -> usize {
+        self.0.len()
+    }
+
     fn find(&self, name: &str) -> Option<FieldRef<'_>> {
         let name = name.as_bytes();
         let (_, kind, payload) = self

@@ -3,6 +3,7 @@
 //! PyTorch Flight Recorder dumps. Each keeps its origin for citation.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 
 use compact_str::CompactString;
 
@@ -50,14 +51,15 @@ pub struct CounterReading {
     pub phase: Phase,
     /// Width in bits where the counter saturates (legacy IB PMA counters).
     pub width_bits: Option<u8>,
-    /// When the dump was taken, as `YYYYMMDDhhmmss`, where its name or content says.
-    pub taken_at: Option<u64>,
+    /// When the dump was taken, as `YYYYMMDDhhmmss`, where its name or
+    /// content says (never zero, so the option costs nothing).
+    pub taken_at: Option<NonZeroU64>,
     #[serde(skip)]
     pub origin: Origin,
-    /// The line as written, for citation; empty where the file can be
+    /// The line as written, for citation; none where the file can be
     /// re-read (the report then reads the cited line again).
     #[serde(skip)]
-    pub text: Box<str>,
+    pub text: Option<Sym>,
 }
 
 /// A table line kept for citation: where it is and its text as written.

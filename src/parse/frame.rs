@@ -9,7 +9,9 @@
 //! peeling, because its message follows.
 
 use crate::ingest::launcher::{self, LauncherStyle, Tag};
-use crate::model::{Level, RawTime, Who};
+use std::cell::RefCell;
+
+use crate::model::{Level, RawTime, Sym, Who};
 
 use super::{kernel, nccl, stamps, torch};
 
@@ -68,7 +70,7 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
 /// its length (0 when there is none).
 fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
     if let Some(p) = nccl::parse_prefix(s) {
-        f.who.host = Some(lossy(p.host));
+        f.who.host = Some(shared_host(p.host));
         f.who.pid = Some(p.pid);
         f.who.tid = Some(p.tid);
         f.level = Some(p.level);
@@ -109,7 +111,7 @@ fn apply_kernel(f: &mut Frame<'_>, k: &kernel::KernelPrefix<'_>) {
         }
     }
     if let (None, Some(h)) = (&f.who.host, k.host) {
-        f.who.host = Some(kernel::short_host(h));
+        f.who.host = Some(Sym::new(&kernel::short_host(h)));
     }
     f.level = f.level.or(k.level);
 }
@@ -156,8 +158,26 @@ fn spaces(s: &[u8]) -> usize {
     s.iter().take_while(|b| **b == b' ').count()
 }
 
-fn lossy(b: &[u8]) -> Box<str> {
-    String::from_utf8_lossy(b).into()
+fn lossy(b: &[u8]) -> Sym {
+    Sym::new(&String::from_utf8_lossy(b))
+}
+
+thread_local! {
+    /// The host of the last NCCL prefix this thread read, and its copy.
+    static LAST_HOST: RefCell<Option<(Vec<u8>, Sym)>> = const { RefCell::new(None) };
+}
+
+/// The host of an NCCL prefix: consecutive lines of one file name the same
+/// host, so they share one copy instead of one allocation each.
+fn shared_host(raw: &[u8]) -> Sym {
+    LAST_HOST.with_borrow_mut(|last| match last {
+        Some((bytes, sym)) if bytes.as_slice() == raw => sym.clone(),
+        _ => {
+            let sym = lossy(raw);
+            *last = Some((raw.to_vec(), sym.clone()));
+            sym
+        }
+    })
 }
 
 #[cfg(test)]

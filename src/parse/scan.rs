@@ -14,7 +14,9 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::{Event, EventKind, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who};
+use crate::model::{
+    Event, EventKind, Fields, Level, Origin, PeerLink, RawTime, SysRecord, Value, Who,
+};
 
 use super::frame::frame;
 use super::paste::unpaste;
@@ -222,6 +224,9 @@ struct Scanner<'a> {
     /// Kept matches of patterns that declare `repeats_differ_in`, by key,
     /// with the index of the event kept for them.
     seen_repeats: FxHashMap<Box<[u8]>, u32>,
+    /// The file can be opened again to read a cited line (it is not a
+    /// member of an archive).
+    rereadable: bool,
     /// The key of the line at hand, built in place.
     repeat_key: Vec<u8>,
     out: FileParse,
@@ -246,6 +251,7 @@ impl<'a> Scanner<'a> {
             candidates: Vec::new(),
             scratch: MatchScratch::default(),
             seen_repeats: FxHashMap::default(),
+            rereadable: !file.display.contains('!'),
             repeat_key: Vec::with_capacity(128),
             out: FileParse::default(),
         }
@@ -314,8 +320,14 @@ impl<'a> Scanner<'a> {
         // A `Trees` line lists up to 64 channels (600+ characters) and is
         // printed by every rank for every communicator; only its rank's
         // neighbours are facts, and the line itself is never cited.
-        let text = if m.pattern.kind == EventKind::NcclTrees {
+        if m.pattern.kind == EventKind::NcclTrees {
             compact_trees(&mut fields);
+        }
+        let level = framed.level.or(m.pattern.level).unwrap_or_default();
+        // Every rank prints its topology (communicators, channels, NICs,
+        // settings); no rule reads those lines' words, only their fields, and
+        // the few that are cited are read again from the file for the report.
+        let text = if m.pattern.kind.is_topology() && level <= Level::Info && self.rereadable {
             Box::default()
         } else {
             evidence_text(line, &mut self.out.lossy_lines)
@@ -335,7 +347,7 @@ impl<'a> Scanner<'a> {
                 line: line_no,
             },
             who,
-            level: framed.level.or(m.pattern.level).unwrap_or_default(),
+            level,
             time: framed.time,
             fields,
             text,

@@ -9,6 +9,7 @@
 //! earlier is before, the later after.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU64;
 use std::sync::LazyLock;
 
 use compact_str::CompactString;
@@ -121,6 +122,7 @@ fn assign_time_phases(job: &Job, readings: &mut [CounterReading]) {
     for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
         let stamp = c
             .taken_at
+            .map(NonZeroU64::get)
             .or_else(|| name_stamps.get(c.origin.file.0 as usize).copied().flatten());
         if let Some(t) = stamp {
             taken
@@ -267,7 +269,7 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
         wrap_suspect: false,
         cite: SourceLine {
             origin: a.origin,
-            text: a.text.clone(),
+            text: a.text.as_deref().unwrap_or_default().into(),
         },
     };
     let max = width.filter(|w| *w < 64).map(|w| (1u64 << w) - 1);
@@ -319,7 +321,7 @@ mod tests {
                 file: FileId(0),
                 line: 1,
             },
-            text: "".into(),
+            text: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -117,13 +118,9 @@ impl TableCtx {
             source: at.source,
             phase: Phase::Unknown,
             width_bits: at.width_bits,
-            taken_at: self.taken_at,
+            taken_at: self.taken_at.and_then(NonZeroU64::new),
             origin: self.origin(line),
-            text: if self.rereadable {
-                Box::default()
-            } else {
-                line.raw.trim_end().into()
-            },
+            text: (!self.rereadable).then(|| Sym::new(line.raw.trim_end())),
         })
     }
 

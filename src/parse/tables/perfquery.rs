@@ -195,7 +195,7 @@ mod tests {
             .find(|c| c.name == "LocalLinkIntegrityErrors")
             .unwrap();
         assert_eq!(lli.width_bits, Some(4));
-        assert_eq!(c[0].taken_at, Some(20141105113244));
+        assert_eq!(c[0].taken_at.map(|t| t.get()), Some(20141105113244));
         assert_eq!(c[0].port, Some(1));
     }
 
