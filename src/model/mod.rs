@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod cause;
+pub mod counter_store;
 pub mod event;
 pub mod fields;
 pub mod intern;

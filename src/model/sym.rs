@@ -10,6 +10,7 @@
 //! The pointer is thin (8 bytes, the length lives with the text): a reading
 //! holds three names, and 24 bytes a reading is 40 MB at that scale.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -32,6 +33,13 @@ impl Sym {
 impl Deref for Sym {
     type Target = str;
     fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Hashes and compares as its text, so maps keyed by `Sym` are searched by `&str`.
+impl Borrow<str> for Sym {
+    fn borrow(&self) -> &str {
         &self.0
     }
 }

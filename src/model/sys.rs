@@ -10,6 +10,7 @@ use compact_str::CompactString;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::counter_store::CounterStore;
 use super::{Origin, Sym};
 
 /// When a counter dump was taken relative to the job.
@@ -216,7 +217,7 @@ pub enum SysRecord {
 /// The table records of a whole job, by kind, as parsed files are merged.
 #[derive(Debug, Default)]
 pub struct SysTables {
-    pub counters: Vec<CounterReading>,
+    pub counters: CounterStore,
     pub ports: Vec<PortSnapshot>,
     pub gids: Vec<GidEntry>,
     pub flight: Vec<FlightDump>,

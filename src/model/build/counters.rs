@@ -15,10 +15,11 @@ use std::sync::LazyLock;
 use compact_str::CompactString;
 use regex::Regex;
 
-use crate::model::{CounterDelta, CounterReading, CounterSource, FileId, Job, Phase, SourceLine};
+use crate::model::counter_store::{CounterStore, NameId, StoredReading};
+use crate::model::{CounterDelta, CounterSource, FileId, Job, Phase, SourceLine};
 
-/// (host, device, port): the place a counter belongs to.
-type PortKey = (Option<String>, String, Option<u32>);
+/// (host, device, port): the place a counter belongs to, by name ids.
+type PortKey = (Option<NameId>, NameId, Option<u32>);
 /// (host, base LID) of an IB port.
 type HostLid<'a> = (Option<&'a str>, u32);
 /// (host, device, port, counter name).
@@ -39,21 +40,21 @@ const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "fin
 /// Sets every counter's phase and computes the deltas.
 /// Pairs the readings into deltas. The readings themselves are not kept: a
 /// 16k-rank job holds millions, and each delta carries what it cites.
-pub fn collect(job: &mut Job, mut readings: Vec<CounterReading>) {
-    job.counter_readings = readings.len();
-    name_lids(job, &mut readings);
-    assign_path_phases(job, &mut readings);
-    assign_time_phases(job, &mut readings);
-    let (deltas, ports) = deltas(&readings);
+pub fn collect(job: &mut Job, mut store: CounterStore) {
+    job.counter_readings = store.len();
+    name_lids(job, &mut store);
+    assign_path_phases(job, &mut store.readings);
+    assign_time_phases(job, &mut store.readings);
+    let (deltas, ports) = deltas(&store);
     job.counter_deltas = deltas;
     job.counter_ports = ports;
-    job.counter_devices = devices(&readings);
+    job.counter_devices = devices(&store);
 }
 
 /// `perfquery` names a port by its LID (`Lid 3`); the host's `ibstat` gives
 /// each port's base LID, so the reading joins its HCA and port (and pairs
 /// with sysfs dumps of the same port).
-fn name_lids(job: &Job, readings: &mut [CounterReading]) {
+fn name_lids(job: &Job, store: &mut CounterStore) {
     let by_lid: BTreeMap<HostLid<'_>, (&str, Option<u32>)> = job
         .ports
         .iter()
@@ -65,18 +66,24 @@ fn name_lids(job: &Job, readings: &mut [CounterReading]) {
     if by_lid.is_empty() {
         return;
     }
-    for r in readings.iter_mut() {
-        let Some(lid) = r
-            .device
+    let mut named: Vec<(usize, &str, Option<u32>)> = Vec::new();
+    for (i, r) in store.readings.iter().enumerate() {
+        let Some(lid) = store
+            .name(r.device)
             .strip_prefix("Lid ")
             .and_then(|l| l.trim().parse::<u32>().ok())
         else {
             continue;
         };
-        if let Some(&(device, port)) = by_lid.get(&(r.host.as_deref(), lid)) {
-            r.device = device.into();
-            r.port = r.port.or(port);
+        if let Some(&(device, port)) = by_lid.get(&(store.host_of(r), lid)) {
+            named.push((i, device, port));
         }
+    }
+    for (i, device, port) in named {
+        let device = store.intern(device);
+        let r = &mut store.readings[i];
+        r.device = device;
+        r.set_port(r.port().or(port));
     }
 }
 
@@ -103,11 +110,11 @@ pub fn phase_of_path(path: &str) -> Phase {
     Phase::Unknown
 }
 
-fn assign_path_phases(job: &Job, readings: &mut [CounterReading]) {
+fn assign_path_phases(job: &Job, readings: &mut [StoredReading]) {
     let phases: Vec<Phase> = job.files.iter().map(|f| phase_of_path(&f.path)).collect();
     for c in readings.iter_mut() {
         if c.phase == Phase::Unknown
-            && let Some(p) = phases.get(c.origin.file.0 as usize)
+            && let Some(p) = phases.get(c.file.0 as usize)
         {
             c.phase = *p;
         }
@@ -116,19 +123,19 @@ fn assign_path_phases(job: &Job, readings: &mut [CounterReading]) {
 
 /// Dumps of one port without a phase in their path, ordered by when they
 /// were taken: the earliest is before, the latest after.
-fn assign_time_phases(job: &Job, readings: &mut [CounterReading]) {
+fn assign_time_phases(job: &Job, readings: &mut [StoredReading]) {
     let name_stamps: Vec<Option<u64>> = job.files.iter().map(|f| stamp_in_name(&f.path)).collect();
     let mut taken: BTreeMap<PortKey, BTreeSet<(u64, FileId)>> = BTreeMap::new();
     for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
         let stamp = c
             .taken_at
             .map(NonZeroU64::get)
-            .or_else(|| name_stamps.get(c.origin.file.0 as usize).copied().flatten());
+            .or_else(|| name_stamps.get(c.file.0 as usize).copied().flatten());
         if let Some(t) = stamp {
             taken
                 .entry(port_key(c))
                 .or_default()
-                .insert((t, c.origin.file));
+                .insert((t, c.file));
         }
     }
     let mut phase_of: BTreeMap<(PortKey, FileId), Phase> = BTreeMap::new();
@@ -147,22 +154,18 @@ fn assign_time_phases(job: &Job, readings: &mut [CounterReading]) {
             } else {
                 continue;
             };
-            phase_of.insert((key.clone(), file), p);
+            phase_of.insert((key, file), p);
         }
     }
     for c in readings.iter_mut().filter(|c| c.phase == Phase::Unknown) {
-        if let Some(p) = phase_of.get(&(port_key(c), c.origin.file)) {
+        if let Some(p) = phase_of.get(&(port_key(c), c.file)) {
             c.phase = *p;
         }
     }
 }
 
-fn port_key(c: &CounterReading) -> PortKey {
-    (
-        c.host.as_deref().map(str::to_string),
-        c.device.to_string(),
-        c.port,
-    )
+fn port_key(c: &StoredReading) -> PortKey {
+    (c.host(), c.device, c.port())
 }
 
 static NAME_DATE: LazyLock<Regex> = LazyLock::new(|| {
@@ -198,16 +201,18 @@ pub fn stamp_in_name(path: &str) -> Option<u64> {
 
 /// Pairs each counter's before and after readings. With several readings of
 /// one phase, the first before and the last after count.
-fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactString, u32>) {
+fn deltas(store: &CounterStore) -> (Vec<CounterDelta>, BTreeMap<CompactString, u32>) {
+    let counters = &store.readings;
     // Sorting indices by key costs 4 bytes a reading; a map of keys cost
-    // ~100 (a 16k-rank job holds millions of readings).
+    // ~100 (a 16k-rank job holds millions of readings). Keys compare by
+    // name, not id, so the deltas come out in name order.
     let key = |i: u32| -> CounterKey<'_> {
         let c = &counters[i as usize];
         (
-            c.host.as_deref(),
-            c.device.as_str(),
-            c.port,
-            c.name.as_str(),
+            store.host_of(c),
+            store.name(c.device),
+            c.port(),
+            store.name(c.name),
         )
     };
     let mut order: Vec<u32> = (0..counters.len() as u32)
@@ -221,7 +226,7 @@ fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactSt
         let before = group.iter().find(|i| phase(i) == Phase::Before);
         let after = group.iter().rev().find(|i| phase(i) == Phase::After);
         if let (Some(&b), Some(&a)) = (before, after) {
-            let d = delta(counters, b as usize, a as usize);
+            let d = delta(store, b as usize, a as usize);
             *ports.entry(d.name.clone()).or_default() += 1;
             let moved = d.delta != Some(0) || d.reset || d.saturated || d.wrap_suspect;
             if moved {
@@ -233,13 +238,11 @@ fn deltas(counters: &[CounterReading]) -> (Vec<CounterDelta>, BTreeMap<CompactSt
 }
 
 /// The devices read in both phases, with the tool that read them.
-fn devices(
-    counters: &[CounterReading],
-) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
+fn devices(store: &CounterStore) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
     let mut phases: BTreeMap<(Option<&str>, &str), (bool, bool, CounterSource)> = BTreeMap::new();
-    for c in counters {
+    for c in &store.readings {
         let e = phases
-            .entry((c.host.as_deref(), c.device.as_str()))
+            .entry((store.host_of(c), store.name(c.device)))
             .or_insert((false, false, c.source));
         e.0 |= c.phase == Phase::Before;
         e.1 |= c.phase == Phase::After;
@@ -251,14 +254,15 @@ fn devices(
         .collect()
 }
 
-fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
-    let (b, a) = (&counters[bi], &counters[ai]);
+fn delta(store: &CounterStore, bi: usize, ai: usize) -> CounterDelta {
+    let (b, a) = (&store.readings[bi], &store.readings[ai]);
     let width = a.width_bits.or(b.width_bits);
+    let name = store.name(a.name);
     let mut d = CounterDelta {
-        host: a.host.as_deref().map(Into::into),
-        device: a.device.as_str().into(),
-        port: a.port,
-        name: a.name.as_str().into(),
+        host: store.host_of(a).map(Into::into),
+        device: store.name(a.device).into(),
+        port: a.port(),
+        name: name.into(),
         source: a.source,
         width_bits: width,
         before: b.value,
@@ -268,8 +272,8 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
         reset: false,
         wrap_suspect: false,
         cite: SourceLine {
-            origin: a.origin,
-            text: a.text.as_deref().unwrap_or_default().into(),
+            origin: a.origin(),
+            text: store.text_of(a).unwrap_or_default().into(),
         },
     };
     let max = width.filter(|w| *w < 64).map(|w| (1u64 << w) - 1);
@@ -285,7 +289,7 @@ fn delta(counters: &[CounterReading], bi: usize, ai: usize) -> CounterDelta {
         d.saturated = true;
         d.delta = (b.value != max).then(|| a.value.saturating_sub(b.value));
     } else if a.value < b.value {
-        if width == Some(32) && is_traffic(&a.name) {
+        if width == Some(32) && is_traffic(name) {
             d.wrap_suspect = true;
             d.delta = Some(a.value + (1u64 << 32) - b.value);
         } else {
@@ -304,7 +308,13 @@ fn is_traffic(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Origin;
+    use crate::model::{CounterReading, Origin};
+
+    fn store(readings: Vec<CounterReading>) -> CounterStore {
+        let mut store = CounterStore::default();
+        readings.into_iter().for_each(|r| store.push(r));
+        store
+    }
 
     fn reading(name: &str, value: u64, phase: Phase, width: Option<u8>) -> CounterReading {
         CounterReading {
@@ -330,7 +340,7 @@ mod tests {
             reading(name, b, Phase::Before, width),
             reading(name, a, Phase::After, width),
         ];
-        deltas(&c).0.remove(0)
+        deltas(&store(c)).0.remove(0)
     }
 
     #[test]
@@ -339,7 +349,7 @@ mod tests {
             reading("symbol_error", 7, Phase::Before, Some(16)),
             reading("symbol_error", 7, Phase::After, Some(16)),
         ];
-        let (deltas, ports) = deltas(&c);
+        let (deltas, ports) = deltas(&store(c));
         assert!(deltas.is_empty());
         assert_eq!(ports.get("symbol_error"), Some(&1));
     }
