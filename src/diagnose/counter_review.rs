@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use compact_str::CompactString;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -187,24 +186,27 @@ fn worth_showing(d: &CounterDelta) -> bool {
 
 /// (host, device, port, name) → delta, for ratio rules. Each delta is
 /// filed under its printed name and its knowledge name (`PortRcvPkts` is
-/// `port_rcv_packets`).
-type Traffic = BTreeMap<
-    (
-        Option<CompactString>,
-        CompactString,
-        Option<u32>,
-        CompactString,
-    ),
-    u64,
->;
+/// `port_rcv_packets`); only counters some rule divides by are filed (a
+/// 16k-rank job has hundreds of thousands of deltas).
+type Traffic<'a> = BTreeMap<(Option<&'a str>, &'a str, Option<u32>, &'a str), u64>;
 
-fn traffic_deltas(job: &Job, kb: &CounterKnowledge) -> Traffic {
+fn traffic_deltas<'a>(job: &'a Job, kb: &'a CounterKnowledge) -> Traffic<'a> {
+    let divisors: BTreeSet<&str> = kb
+        .entries()
+        .iter()
+        .filter_map(|i| i.ratio_of.as_deref())
+        .collect();
     let mut t = Traffic::new();
     for d in &job.counter_deltas {
         let Some(v) = d.delta else { continue };
-        let key = |name: &str| (d.host.clone(), d.device.clone(), d.port, name.into());
-        t.insert(key(&d.name), v);
-        if let Some(i) = kb.lookup(&d.name) {
+        let key = |name: &'a str| (d.host.as_deref(), d.device.as_str(), d.port, name);
+        if divisors.contains(d.name.as_str()) {
+            t.insert(key(&d.name), v);
+        }
+        if let Some(i) = kb
+            .lookup(&d.name)
+            .filter(|i| divisors.contains(i.name.as_str()))
+        {
             t.entry(key(&i.name)).or_insert(v);
         }
     }
@@ -267,7 +269,7 @@ fn judge(info: &CounterInfo, d: &CounterDelta, traffic: &Traffic) -> Option<bool
         .as_ref()
         .zip(info.max_ratio)
         .and_then(|(of, max)| {
-            let key = (d.host.clone(), d.device.clone(), d.port, of.as_str().into());
+            let key = (d.host.as_deref(), d.device.as_str(), d.port, of.as_str());
             traffic
                 .get(&key)
                 .filter(|&&t| t > 0)

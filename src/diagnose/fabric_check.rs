@@ -139,7 +139,7 @@ fn overlay(base: &mut PortSnapshot, p: &PortSnapshot) {
         base.rate_gbps = p.rate_gbps;
         base.rate_placeholder = p.rate_placeholder;
     }
-    for (k, v) in &p.lines {
+    for (k, v) in p.lines.iter() {
         base.lines.insert(k, v.clone());
     }
 }
@@ -603,7 +603,7 @@ mod tests {
             link_layer: Some("InfiniBand".into()),
             active_mtu: Some(mtu),
             firmware: Some("28.39.1002".into()),
-            lines: BTreeMap::from([("state", line)]),
+            lines: crate::model::sys::LineMap::from([("state", line)]),
             ..PortSnapshot::default()
         }
     }

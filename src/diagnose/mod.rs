@@ -34,7 +34,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
-    let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref()));
+    let review = rules::fabric_review(&ctx, hang.as_ref());
+    let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref(), &review));
     let mut hyps = select::explain(hyps, &kb.explains);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());
@@ -70,7 +71,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let verdict_evidence =
         evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref(), collective_cited);
     let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
-    let (counters, fabric) = rules::fabric_review(&ctx, hang.as_ref());
+    let (counters, fabric) = review;
     Diagnosis {
         verdict: Verdict {
             status,

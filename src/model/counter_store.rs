@@ -139,7 +139,12 @@ impl CounterStore {
 mod tests {
     use super::*;
 
-    fn reading(host: Option<&str>, device: &str, port: Option<u32>, text: Option<&str>) -> CounterReading {
+    fn reading(
+        host: Option<&str>,
+        device: &str,
+        port: Option<u32>,
+        text: Option<&str>,
+    ) -> CounterReading {
         CounterReading {
             host: host.map(Sym::new),
             device: Sym::new(device),
@@ -170,7 +175,13 @@ mod tests {
         assert_eq!(store.name(a.device), "mlx5_0");
         assert_eq!(store.name(a.name), "symbol_error");
         assert_eq!((a.port(), b.port()), (Some(1), None));
-        assert_eq!(a.origin(), Origin { file: FileId(3), line: 12 });
+        assert_eq!(
+            a.origin(),
+            Origin {
+                file: FileId(3),
+                line: 12
+            }
+        );
         assert_eq!(store.text_of(a), None);
         assert_eq!(store.text_of(b), Some("symbol_error: 7"));
         assert_eq!(a.taken_at.map(NonZeroU64::get), Some(20240618134107));

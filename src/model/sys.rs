@@ -2,7 +2,6 @@
 //! fabric snapshots (ibstat, ibstatus, ibv_devinfo, show_gids, mlxlink) and
 //! PyTorch Flight Recorder dumps. Each keeps its origin for citation.
 
-use std::collections::BTreeMap;
 use std::num::NonZeroU64;
 
 use compact_str::CompactString;
@@ -130,7 +129,52 @@ pub struct PortSnapshot {
     pub origin: Option<Origin>,
     /// The line each field was read from (`state`, `rate`, `mtu`, …).
     #[serde(skip)]
-    pub lines: BTreeMap<&'static str, SourceLine>,
+    pub lines: LineMap,
+}
+
+/// Field name → the line it was read from, sorted by name. A snapshot cites
+/// a handful; a map node per snapshot cost 500 bytes, and a 16k-rank job
+/// holds 50k snapshots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LineMap(Vec<(&'static str, SourceLine)>);
+
+impl LineMap {
+    pub fn insert(&mut self, field: &'static str, line: SourceLine) {
+        match self.0.binary_search_by(|(k, _)| (*k).cmp(field)) {
+            Ok(i) => self.0[i].1 = line,
+            Err(i) => self.0.insert(i, (field, line)),
+        }
+    }
+
+    pub fn get(&self, field: &str) -> Option<&SourceLine> {
+        self.0
+            .binary_search_by(|(k, _)| (*k).cmp(field))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, field: &str) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// The lines in field-name order.
+    pub fn values(&self) -> impl Iterator<Item = &SourceLine> {
+        self.0.iter().map(|(_, l)| l)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &SourceLine)> {
+        self.0.iter().map(|(k, l)| (*k, l))
+    }
+}
+
+impl<const N: usize> From<[(&'static str, SourceLine); N]> for LineMap {
+    fn from(lines: [(&'static str, SourceLine); N]) -> LineMap {
+        let mut map = LineMap::default();
+        for (k, l) in lines {
+            map.insert(k, l);
+        }
+        map
+    }
 }
 
 /// One RoCE / IB GID table entry.

@@ -31,8 +31,8 @@ const LATE_GID_FACTOR: f64 = 0.3;
 
 type Place = (CauseKind, Option<String>, String, Option<u32>);
 
-pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
-    let (rows, findings) = fabric_review(ctx, hang);
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> Vec<Hypothesis> {
+    let (rows, findings) = review;
     let stuck = stuck_ranks(hang);
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.suspicious) {
@@ -220,7 +220,11 @@ fn counter_place(h: &Hypothesis) -> String {
 }
 
 /// The judged counter rows and the fabric findings, for the rules and the report.
-pub fn fabric_review(ctx: &Ctx<'_>, hang: Option<&Hang>) -> (Vec<CounterRow>, Vec<FabricFinding>) {
+/// The counter rows and snapshot findings the report shows, which the
+/// fabric rules also weigh (computed once: a 16k-rank job has 50k ports).
+pub type FabricReview = (Vec<CounterRow>, Vec<FabricFinding>);
+
+pub fn fabric_review(ctx: &Ctx<'_>, hang: Option<&Hang>) -> FabricReview {
     let nics = NicUse::new(ctx.job);
     let rows = review(ctx.job, &ctx.kb.counters, &nics, &stuck_ranks(hang));
     let findings = check(ctx.job, &nics);

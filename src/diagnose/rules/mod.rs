@@ -29,7 +29,7 @@ pub struct Ctx<'a> {
 }
 
 /// Runs every rule.
-pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(process::hypotheses(ctx));
     out.extend(gpu::hypotheses(ctx));
@@ -37,12 +37,12 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(setup::hypotheses(ctx));
     out.extend(config::config_mismatch(ctx));
     out.extend(application::hypotheses(ctx, hang));
-    out.extend(fabric::hypotheses(ctx, hang));
+    out.extend(fabric::hypotheses(ctx, hang, review));
     out.extend(kernel::hypotheses(ctx));
     out.extend(nccl_bug::hypotheses(ctx, hang));
     out
 }
 
-pub use fabric::fabric_review;
+pub use fabric::{FabricReview, fabric_review};
 pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;

@@ -132,10 +132,7 @@ fn assign_time_phases(job: &Job, readings: &mut [StoredReading]) {
             .map(NonZeroU64::get)
             .or_else(|| name_stamps.get(c.file.0 as usize).copied().flatten());
         if let Some(t) = stamp {
-            taken
-                .entry(port_key(c))
-                .or_default()
-                .insert((t, c.file));
+            taken.entry(port_key(c)).or_default().insert((t, c.file));
         }
     }
     let mut phase_of: BTreeMap<(PortKey, FileId), Phase> = BTreeMap::new();
@@ -238,7 +235,9 @@ fn deltas(store: &CounterStore) -> (Vec<CounterDelta>, BTreeMap<CompactString, u
 }
 
 /// The devices read in both phases, with the tool that read them.
-fn devices(store: &CounterStore) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
+fn devices(
+    store: &CounterStore,
+) -> BTreeMap<(Option<CompactString>, CompactString), CounterSource> {
     let mut phases: BTreeMap<(Option<&str>, &str), (bool, bool, CounterSource)> = BTreeMap::new();
     for c in &store.readings {
         let e = phases

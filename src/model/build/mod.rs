@@ -44,6 +44,8 @@ pub fn build(
     counters::collect(&mut job, tables.counters);
     identity::resolve(&mut job);
     network::collect(&mut job, &links);
+    // Millions of channel ends at scale: free them before the rest is built.
+    drop(links);
     trees::collect(&mut job);
     settings::collect(&mut job);
     collectives::collect(&mut job);

@@ -100,10 +100,17 @@ impl TableCtx {
         }
     }
 
+    /// Where `line` is, and its text unless the file can be re-read (the
+    /// report reads the few cited lines again; a 16k-rank job's snapshots
+    /// hold a quarter of a million).
     pub fn source_line(&self, line: &Line<'_>) -> SourceLine {
         SourceLine {
             origin: self.origin(line),
-            text: line.raw.trim_end().into(),
+            text: if self.rereadable {
+                Box::default()
+            } else {
+                line.raw.trim_end().into()
+            },
         }
     }
 

@@ -165,7 +165,21 @@ mod tests {
         assert_eq!(m2.phys_state.as_deref(), Some("Disabled"));
         assert_eq!(m2.rate_gbps, Some(40.0));
         assert!(m2.rate_placeholder);
-        assert!(m2.lines["state"].text.contains("State: Down"));
+        // The cited line: its number where the file can be re-read, its
+        // text too inside an archive.
+        let cited = m2.lines.get("state").unwrap();
+        assert!(cited.text.is_empty());
+        let line = SOME_DOWN
+            .lines()
+            .nth(cited.origin.line as usize - 1)
+            .unwrap();
+        assert!(line.contains("State: Down"), "{line}");
+        let t = parse_text(TableKind::Ibstat, "logs.tar!node7/ibstat.txt", SOME_DOWN);
+        let m2 = ports(&t)
+            .into_iter()
+            .find(|p| p.device == "mlx5_2")
+            .unwrap();
+        assert_eq!(&*m2.lines.get("state").unwrap().text, line.trim_end());
     }
 
     #[test]

@@ -291,7 +291,13 @@ mod tests {
         let c = counters(&t);
         let raw = c.iter().find(|c| c.name == "raw_physical_errors").unwrap();
         assert_eq!(raw.value, 3946476397 + 5120336064 + 7692183445 + 3026261414);
-        assert!(p[0].lines["raw_ber"].text.contains('\u{1b}'));
+        let cited = p[0].lines.get("raw_ber").unwrap().origin.line as usize;
+        assert!(
+            ANSI.lines()
+                .nth(cited - 1)
+                .unwrap()
+                .contains("Raw Physical BER")
+        );
     }
 
     #[test]
