@@ -402,12 +402,7 @@ mod tests {
         assert_eq!(judge(cnp, &delta("np_cnp_sent", 0, 500), &t), None);
         let mut t = Traffic::new();
         t.insert(
-            (
-                Some("node005".into()),
-                "mlx5_3".into(),
-                Some(1),
-                "rx_write_requests".into(),
-            ),
+            (Some("node005"), "mlx5_3", Some(1), "rx_write_requests"),
             1000,
         );
         assert_eq!(judge(cnp, &delta("np_cnp_sent", 0, 500), &t), Some(false));

@@ -88,7 +88,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         }
     }
     let connected = connections_worked(ctx, hang);
-    let shared_gid = gid_everywhere_but_few_failed(ctx.job, &findings, hang.is_some());
+    let shared_gid = gid_everywhere_but_few_failed(ctx.job, findings, hang.is_some());
     let forced_gid = gid_index_forced(ctx.job);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
         let mut f = f.clone();
