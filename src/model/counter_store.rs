@@ -125,6 +125,11 @@ impl CounterStore {
         self.names.get(id as usize).map_or("", |s| s.as_str())
     }
 
+    /// The shared copy of a name.
+    pub fn sym(&self, id: NameId) -> Sym {
+        self.names.get(id as usize).cloned().unwrap_or_default()
+    }
+
     pub fn host_of(&self, r: &StoredReading) -> Option<&str> {
         r.host().map(|h| self.name(h))
     }

@@ -4,8 +4,6 @@
 
 use std::num::NonZeroU64;
 
-use compact_str::CompactString;
-
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -72,10 +70,12 @@ pub struct SourceLine {
 /// How one counter moved between a dump taken before and one taken after.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterDelta {
-    pub host: Option<CompactString>,
-    pub device: CompactString,
+    /// Names shared with the job's other deltas (hundreds of thousands at
+    /// scale).
+    pub host: Option<Sym>,
+    pub device: Sym,
     pub port: Option<u32>,
-    pub name: CompactString,
+    pub name: Sym,
     pub source: CounterSource,
     pub width_bits: Option<u8>,
     pub before: u64,

@@ -224,7 +224,7 @@ fn deltas(store: &CounterStore) -> (Vec<CounterDelta>, BTreeMap<CompactString, u
         let after = group.iter().rev().find(|i| phase(i) == Phase::After);
         if let (Some(&b), Some(&a)) = (before, after) {
             let d = delta(store, b as usize, a as usize);
-            *ports.entry(d.name.clone()).or_default() += 1;
+            *ports.entry(d.name.as_str().into()).or_default() += 1;
             let moved = d.delta != Some(0) || d.reset || d.saturated || d.wrap_suspect;
             if moved {
                 out.push(d);
@@ -258,10 +258,10 @@ fn delta(store: &CounterStore, bi: usize, ai: usize) -> CounterDelta {
     let width = a.width_bits.or(b.width_bits);
     let name = store.name(a.name);
     let mut d = CounterDelta {
-        host: store.host_of(a).map(Into::into),
-        device: store.name(a.device).into(),
+        host: a.host().map(|h| store.sym(h)),
+        device: store.sym(a.device),
         port: a.port(),
-        name: name.into(),
+        name: store.sym(a.name),
         source: a.source,
         width_bits: width,
         before: b.value,
