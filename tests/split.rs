@@ -83,7 +83,7 @@ fn a_split_parse_reads_like_a_sequential_one() {
     for ev in &split.events {
         let line = lines[ev.origin.line as usize - 1];
         if ev.text.is_empty() {
-            assert!(ev.kind.is_topology(), "{ev:?}");
+            assert!(ev.kind.read_by_fields_alone(), "{ev:?}");
             assert_eq!(
                 matched_pattern(&grammar, line),
                 Some(ev.pattern),

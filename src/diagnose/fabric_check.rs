@@ -101,19 +101,25 @@ fn merged_ports(job: &Job) -> Vec<PortSnapshot> {
         };
         (order, p.origin)
     };
-    let mut sorted: Vec<&PortSnapshot> = job.ports.iter().collect();
-    sorted.sort_by_key(|p| rank(p));
-    let mut merged: BTreeMap<PortKey, PortSnapshot> = BTreeMap::new();
-    for p in sorted {
-        let key = (p.host.clone(), p.device.clone(), p.port);
-        match merged.get_mut(&key) {
-            Some(base) => overlay(base, p),
-            None => {
-                merged.insert(key, p.clone());
+    // Each port's snapshots side by side, earlier phases first; one copy
+    // per port is made (a 16k-rank job has 50k snapshots of 16k ports).
+    let mut sorted: Vec<_> = job
+        .ports
+        .iter()
+        .map(|p| ((p.host.as_deref(), p.device.as_str(), p.port), rank(p), p))
+        .collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    sorted
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|group| {
+            let mut base = group[0].2.clone();
+            for (_, _, p) in &group[1..] {
+                overlay(&mut base, p);
             }
-        }
-    }
-    merged.into_values().collect()
+            base.lines.shrink_to_fit();
+            base
+        })
+        .collect()
 }
 
 fn overlay(base: &mut PortSnapshot, p: &PortSnapshot) {

@@ -211,9 +211,11 @@ impl EventKind {
         Self::ALL.iter().copied().find(|k| k.name() == name)
     }
 
-    /// Facts of the job's layout that every rank prints at start-up: read
-    /// by their fields alone, so their lines need not be kept in memory.
-    pub fn is_topology(self) -> bool {
+    /// Kinds that every rank prints (its layout at start-up, the parts of
+    /// its exit summary) and that rules read by their fields alone: their
+    /// lines need not be kept in memory, the report reads the cited ones
+    /// again.
+    pub fn read_by_fields_alone(self) -> bool {
         matches!(
             self,
             EventKind::NcclCommInit
@@ -224,6 +226,8 @@ impl EventKind {
                 | EventKind::NcclNetSocket
                 | EventKind::NcclNetSelected
                 | EventKind::NcclBootstrapIface
+                | EventKind::ChildFailedField
+                | EventKind::CppExceptionOrigin
         )
     }
 }

@@ -153,6 +153,10 @@ impl LineMap {
             .map(|i| &self.0[i].1)
     }
 
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+
     pub fn contains_key(&self, field: &str) -> bool {
         self.get(field).is_some()
     }

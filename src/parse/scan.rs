@@ -14,9 +14,7 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::{
-    Event, EventKind, Fields, Level, Origin, PeerLink, RawTime, SysRecord, Value, Who,
-};
+use crate::model::{Event, EventKind, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who};
 
 use super::frame::frame;
 use super::paste::unpaste;
@@ -325,9 +323,10 @@ impl<'a> Scanner<'a> {
         }
         let level = framed.level.or(m.pattern.level).unwrap_or_default();
         // Every rank prints its topology (communicators, channels, NICs,
-        // settings); no rule reads those lines' words, only their fields, and
-        // the few that are cited are read again from the file for the report.
-        let text = if m.pattern.kind.is_topology() && level <= Level::Info && self.rereadable {
+        // settings) and its exit summary; no rule reads those lines' words,
+        // only their fields, and the few that are cited are read again from
+        // the file for the report.
+        let text = if m.pattern.kind.read_by_fields_alone() && self.rereadable {
             Box::default()
         } else {
             evidence_text(line, &mut self.out.lossy_lines)
