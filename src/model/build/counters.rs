@@ -201,21 +201,17 @@ pub fn stamp_in_name(path: &str) -> Option<u64> {
 fn deltas(store: &CounterStore) -> (Vec<CounterDelta>, BTreeMap<CompactString, u32>) {
     let counters = &store.readings;
     // Sorting indices by key costs 4 bytes a reading; a map of keys cost
-    // ~100 (a 16k-rank job holds millions of readings). Keys compare by
-    // name, not id, so the deltas come out in name order.
-    let key = |i: u32| -> CounterKey<'_> {
+    // ~100 (a 16k-rank job holds millions of readings). Readings group by
+    // name ids (equal names, equal ids: cheap to compare); the deltas are
+    // then put in name order.
+    let key = |i: u32| {
         let c = &counters[i as usize];
-        (
-            store.host_of(c),
-            store.name(c.device),
-            c.port(),
-            store.name(c.name),
-        )
+        (c.host(), c.device, c.port(), c.name)
     };
     let mut order: Vec<u32> = (0..counters.len() as u32)
         .filter(|&i| matches!(counters[i as usize].phase, Phase::Before | Phase::After))
         .collect();
-    order.sort_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+    order.sort_unstable_by_key(|&i| (key(i), i));
     let mut out = Vec::new();
     let mut ports: BTreeMap<CompactString, u32> = BTreeMap::new();
     for group in order.chunk_by(|&a, &b| key(a) == key(b)) {
@@ -231,7 +227,17 @@ fn deltas(store: &CounterStore) -> (Vec<CounterDelta>, BTreeMap<CompactString, u
             }
         }
     }
+    out.sort_by(|a, b| name_order(a).cmp(&name_order(b)));
     (out, ports)
+}
+
+fn name_order(d: &CounterDelta) -> CounterKey<'_> {
+    (
+        d.host.as_deref(),
+        d.device.as_str(),
+        d.port,
+        d.name.as_str(),
+    )
 }
 
 /// The devices read in both phases, with the tool that read them.

@@ -1,6 +1,7 @@
 //! Hosts, addresses, NICs and the network links between ranks.
 
 use regex::Regex;
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use crate::model::{EventKind, Job, NetLink, NicInfo, PeerLink};
@@ -18,6 +19,12 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
     add_links(job, links);
     for i in 0..job.events.len() {
         let ev = &job.events[i];
+        if !matches!(
+            ev.kind,
+            EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
+        ) {
+            continue;
+        }
         let host = ev.who.host.as_deref().map(str::to_string);
         let rank = ev.who.rank;
         match ev.kind {
@@ -102,18 +109,27 @@ fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices:
 /// `Channel … : a[..] -> b[..] [send] via NET/IB/1` lines: rank a sends to b;
 /// the HCA index belongs to the rank that logged the line.
 fn add_links(job: &mut Job, links: &[PeerLink]) {
-    for link in links {
-        let Some(ev) = job.events.get(link.anchor as usize) else {
+    // Links come grouped by the channel event they belong to (millions of
+    // links, thousands of events): read each event once.
+    for group in links.chunk_by(|a, b| a.anchor == b.anchor) {
+        let Some(ev) = job.events.get(group[0].anchor as usize) else {
             continue;
         };
-        let logged_by = ev.who.rank.unwrap_or(match ev.text_field("dir") {
-            Some("receive") => link.dst,
-            _ => link.src,
-        });
-        if let Some(d) = ev.int("net_dev").and_then(|d| u32::try_from(d).ok())
-            && let Some(info) = job.ranks.get_mut(&logged_by)
-        {
-            info.net_devs_used.insert(d);
+        let Some(dev) = ev.int("net_dev").and_then(|d| u32::try_from(d).ok()) else {
+            continue;
+        };
+        let receive = ev.text_field("dir") == Some("receive");
+        let loggers: BTreeSet<u32> = match ev.who.rank {
+            Some(rank) => BTreeSet::from([rank]),
+            None => group
+                .iter()
+                .map(|l| if receive { l.dst } else { l.src })
+                .collect(),
+        };
+        for rank in loggers {
+            if let Some(info) = job.ranks.get_mut(&rank) {
+                info.net_devs_used.insert(dev);
+            }
         }
     }
     job.links = links
