@@ -241,6 +241,9 @@ fn analyze(args: AnalyzeArgs) -> Result<ExitCode> {
         .fail_on
         .iter()
         .any(|s| s == status || (s == "any" && status != "healthy"));
+    // The process ends here: freeing a large job's million events one by
+    // one took a third of a second that the operating system does at once.
+    std::mem::forget(analysis);
     Ok(if fail {
         ExitCode::from(1)
     } else {

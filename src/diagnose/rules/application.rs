@@ -419,6 +419,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     if silent_is_meaningful {
         let victims = hang.timed_out.len();
         let stopped = hosts_stopped_by_launcher(ctx.job);
+        let last_lines = last_line_of(ctx.job, &hang.silent);
         for &rank in &hang.silent {
             // A launcher that stops a host's workers once one of them fails
             // may stop a rank whose own watchdog had not fired yet.
@@ -435,11 +436,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
                 ),
                 (false, _) => (0.4, ""),
             };
-            let last_line = ctx
-                .job
-                .events
-                .iter()
-                .rposition(|e| e.who.rank == Some(rank));
+            let last_line = last_lines.get(&rank).copied();
             h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line{maybe}"));
         }
         // Every hang has victims that time out; they back a stall only when
@@ -461,6 +458,22 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         }
     }
     Some(h)
+}
+
+/// The last event of each of `ranks`, in one pass over the events (a
+/// large hang has thousands of silent ranks and a million events).
+fn last_line_of<'a>(
+    job: &crate::model::Job,
+    ranks: impl IntoIterator<Item = &'a u32>,
+) -> BTreeMap<u32, usize> {
+    let wanted: BTreeSet<u32> = ranks.into_iter().copied().collect();
+    let mut last = BTreeMap::new();
+    for (i, e) in job.events.iter().enumerate() {
+        if let Some(rank) = e.who.rank.filter(|r| wanted.contains(r)) {
+            last.insert(rank, i);
+        }
+    }
+    last
 }
 
 #[cfg(test)]
