@@ -119,8 +119,9 @@ impl StageClock {
 }
 
 /// Files parsed in parallel per batch. Each batch is appended to the job's
-/// tables before the next is parsed, so the parsed-but-not-yet-merged copy of
-/// the input's facts never exceeds one batch.
+/// tables while the next is parsed, so the parsed-but-not-yet-merged copy of
+/// the input's facts never exceeds two batches, and no core waits for the
+/// merge.
 const PARSE_BATCH: usize = 256;
 
 impl Engine {
@@ -128,24 +129,29 @@ impl Engine {
     /// the channel links and the files skipped.
     fn parse_all(&self, inputs: &[InputFile]) -> Collected {
         let mut table = Collected::default();
+        let mut pending: Option<(&[InputFile], Vec<Parsed>)> = None;
         for batch in inputs.chunks(PARSE_BATCH) {
-            let parsed: Vec<Parsed> = batch
-                .par_iter()
-                .map(|f| parse_input(f, &self.grammar, self.limits))
-                .collect();
-            for (input, p) in batch.iter().zip(parsed) {
-                match p {
-                    Parsed::File(parse) => table.add(input, parse),
-                    Parsed::Archive { members, skipped } => {
-                        for m in members {
-                            table.add(&m.file, m.parse);
-                        }
-                        table.skipped.extend(skipped);
+            let (parsed, ()) = rayon::join(
+                || self.parse_batch(batch),
+                || {
+                    if let Some((done, parsed)) = pending.take() {
+                        table.add_batch(done, parsed);
                     }
-                }
-            }
+                },
+            );
+            pending = Some((batch, parsed));
+        }
+        if let Some((done, parsed)) = pending {
+            table.add_batch(done, parsed);
         }
         table
+    }
+
+    fn parse_batch(&self, batch: &[InputFile]) -> Vec<Parsed> {
+        batch
+            .par_iter()
+            .map(|f| parse_input(f, &self.grammar, self.limits))
+            .collect()
     }
 }
 
@@ -162,6 +168,21 @@ struct Collected {
 }
 
 impl Collected {
+    /// A batch's files in their order (an archive's members in its place).
+    fn add_batch(&mut self, inputs: &[InputFile], parsed: Vec<Parsed>) {
+        for (input, p) in inputs.iter().zip(parsed) {
+            match p {
+                Parsed::File(parse) => self.add(input, parse),
+                Parsed::Archive { members, skipped } => {
+                    for m in members {
+                        self.add(&m.file, m.parse);
+                    }
+                    self.skipped.extend(skipped);
+                }
+            }
+        }
+    }
+
     fn add(&mut self, input: &InputFile, mut p: FileParse) {
         let id = FileId(self.files.len() as u32);
         if let Some(reason) = p.skipped.take() {
