@@ -242,9 +242,9 @@ impl<'a> Iterator for Entries<'a> {
         let name = self.take(name_len)?;
         let kind = *self.take(1)?.first()?;
         let payload = if kind == INT {
-            let start = self.rest;
-            let len = start.iter().position(|b| b & 0x80 == 0)? + 1;
-            self.take(len).filter(|_| len <= start.len())?
+            // A varint ends at its first byte without the high bit.
+            let len = self.rest.iter().position(|b| b & 0x80 == 0)? + 1;
+            self.take(len)?
         } else {
             let len = self.varint()? as usize;
             self.take(len)?
