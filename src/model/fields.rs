@@ -57,6 +57,14 @@ pub enum FieldRef<'a> {
 }
 
 impl FieldRef<'_> {
+    /// The integer, or the text read as one.
+    pub fn as_int(self) -> Option<i64> {
+        match self {
+            FieldRef::Int(n) => Some(n),
+            FieldRef::Text(t) => t.parse().ok(),
+        }
+    }
+
     pub fn to_value(self) -> Value {
         match self {
             FieldRef::Int(n) => Value::Int(n),
@@ -117,10 +125,7 @@ impl Fields {
     }
 
     pub fn int(&self, name: &str) -> Option<i64> {
-        match self.find(name)? {
-            FieldRef::Int(n) => Some(n),
-            FieldRef::Text(t) => t.parse().ok(),
-        }
+        self.find(name)?.as_int()
     }
 
     pub fn text(&self, name: &str) -> Option<&str> {
@@ -156,11 +161,15 @@ impl Fields {
 
     fn find(&self, name: &str) -> Option<FieldRef<'_>> {
         let name = name.as_bytes();
-        let (_, kind, payload) = self
-            .raw()
-            .find(|(k, _, _)| k.len() == name.len() && *k == name)?;
+        let (_, kind, payload) = self.raw().find(|(k, _, _)| same_name(k, name))?;
         decode(kind, payload)
     }
+}
+
+/// Name equality for short names: length and first byte settle most pairs
+/// without a call into `memcmp` (this runs for every field of every line).
+pub fn same_name(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.first() == b.first() && a == b
 }
 
 impl fmt::Debug for Fields {
@@ -218,8 +227,8 @@ fn put_varint(buf: &mut Vec<u8>, mut n: u64) {
     buf.push(n as u8);
 }
 
-/// A value from its kind byte and bytes.
-fn decode(kind: u8, payload: &[u8]) -> Option<FieldRef<'_>> {
+/// A value from its kind byte and bytes (as [`Fields::raw`] gives them).
+pub fn decode(kind: u8, payload: &[u8]) -> Option<FieldRef<'_>> {
     if kind == INT {
         let z = Entries { rest: payload }.varint()?;
         Some(FieldRef::Int(((z >> 1) as i64) ^ -((z & 1) as i64)))

@@ -14,7 +14,10 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::{Event, EventKind, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who};
+use crate::model::fields::same_name;
+use crate::model::{
+    Event, EventKind, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
+};
 
 use super::frame::frame;
 use super::paste::unpaste;
@@ -306,8 +309,7 @@ impl<'a> Scanner<'a> {
             next
         };
         if m.pattern.kind == EventKind::NcclChannel
-            && let (Some(src), Some(dst)) = (m.fields.int("src"), m.fields.int("dst"))
-            && let (Ok(src), Ok(dst)) = (u32::try_from(src), u32::try_from(dst))
+            && let Some((src, dst)) = link_ends(&m.fields)
         {
             self.out.links.push(PeerLink { anchor, src, dst });
         }
@@ -367,6 +369,22 @@ impl Scanner<'_> {
     }
 }
 
+/// A channel line's two ranks, read in one walk over its fields.
+fn link_ends(fields: &Fields) -> Option<(u32, u32)> {
+    let (mut src, mut dst) = (None, None);
+    for (name, kind, value) in fields.raw() {
+        let slot = match name {
+            b"src" => &mut src,
+            b"dst" => &mut dst,
+            _ => continue,
+        };
+        *slot = crate::model::fields::decode(kind, value)
+            .and_then(FieldRef::as_int)
+            .and_then(|n| u32::try_from(n).ok());
+    }
+    Some((src?, dst?))
+}
+
 /// What makes a match of a `repeats_differ_in` pattern a new fact: the
 /// pattern, the process, and every field but the ones it may differ in,
 /// written into `key`; `false` when the pattern keeps every match.
@@ -384,10 +402,7 @@ fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fi
     key.extend_from_slice(&(host.len() as u64).to_le_bytes());
     key.extend_from_slice(host.as_bytes());
     for (name, kind, value) in fields.raw() {
-        if ignored
-            .iter()
-            .any(|i| i.len() == name.len() && i.as_bytes() == name)
-        {
+        if ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
             continue;
         }
         key.extend_from_slice(&(name.len() as u64).to_le_bytes());
