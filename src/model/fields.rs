@@ -155,10 +155,6 @@ impl Fields {
         self.0.is_empty()
     }
 
-    pub fn len_bytes(&self) -> usize {
-        self.0.len()
-    }
-
     fn find(&self, name: &str) -> Option<FieldRef<'_>> {
         let name = name.as_bytes();
         let (_, kind, payload) = self.raw().find(|(k, _, _)| same_name(k, name))?;

@@ -257,7 +257,7 @@ fn death_line(job: &Job, signal: &str) -> Option<Option<EventIdx>> {
 /// NCCL-side error lines, in the order a failed init prints them.
 fn is_nccl_error(ev: &Event) -> bool {
     match ev.kind {
-        EventKind::NcclWarn => ev.fields.get("benign").is_none(),
+        EventKind::NcclWarn => !ev.fields.contains("benign"),
         EventKind::NcclErrorChain => ev.int("result").is_some_and(|r| r != 0),
         EventKind::CudaFailure
         | EventKind::BootstrapError

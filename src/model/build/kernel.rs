@@ -108,7 +108,7 @@ fn attach_continuations(job: &mut Job) {
                 .get("pci")
                 .map(|p| (ev.origin.file, ev.origin.line, p.clone()));
         } else if ev.kind == EventKind::KernelGpuLost
-            && ev.fields.get("pci").is_none()
+            && !ev.fields.contains("pci")
             && let Some((file, line, pci)) = &last
             && *file == ev.origin.file
             && ev.origin.line > *line
