@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnose::{ContextLine, Diagnosis, Evidence};
 use crate::ingest::lines::{ChunkReader, lines_of};
 use crate::ingest::open::open_decompressed;
+use crate::parse::archive::is_member;
 
 /// Lines shown before and after a cited line.
 const AROUND: u64 = 3;
@@ -20,7 +21,7 @@ const MAX_CHARS: usize = 400;
 pub fn attach(diagnosis: &mut Diagnosis, root: &Path) {
     let mut wanted: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for_each_evidence(diagnosis, &mut |e| {
-        if e.line > 0 && !e.file.contains('!') {
+        if e.line > 0 && !is_member(&e.file) {
             wanted.entry(e.file.clone()).or_default().insert(e.line);
         }
     });

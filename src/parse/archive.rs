@@ -194,13 +194,13 @@ impl Walker<'_> {
 
     fn visit(&mut self, member: Member<'_>, parent: &str, depth: usize) {
         match member {
-            Member::Skipped { path, reason } => self.skip(&format!("{parent}!{path}"), reason),
+            Member::Skipped { path, reason } => self.skip(&member_display(parent, &path), reason),
             Member::File { path, reader } => self.parse_member(&path, reader, parent, depth),
         }
     }
 
     fn parse_member(&mut self, path: &str, reader: &mut dyn Read, parent: &str, depth: usize) {
-        let display = format!("{parent}!{path}");
+        let display = member_display(parent, path);
         let stream = match decompress(reader) {
             Ok((s, _)) => s,
             Err(e) => return self.skip(&display, format!("cannot decompress: {e}")),
@@ -240,4 +240,15 @@ impl Walker<'_> {
             hints,
         }
     }
+}
+
+/// How a member of an archive is named in the report: `logs.tar.gz!node1/x.log`.
+fn member_display(parent: &str, path: &str) -> String {
+    format!("{parent}!{path}")
+}
+
+/// Whether a cited file is a member of an archive, which cannot be opened
+/// again to re-read a line (a plain or compressed file on disk can).
+pub fn is_member(display: &str) -> bool {
+    display.contains('!')
 }

@@ -252,7 +252,7 @@ impl<'a> Scanner<'a> {
             candidates: Vec::new(),
             scratch: MatchScratch::default(),
             seen_repeats: FxHashMap::default(),
-            rereadable: !file.display.contains('!'),
+            rereadable: !super::archive::is_member(&file.display),
             repeat_key: Vec::with_capacity(128),
             out: FileParse::default(),
         }

@@ -89,7 +89,7 @@ impl TableCtx {
             host,
             path: file.display.clone(),
             taken_at: lines.iter().take(8).find_map(|l| content_stamp(&l.text)),
-            rereadable: !file.display.contains('!'),
+            rereadable: !crate::parse::archive::is_member(&file.display),
         }
     }
 
