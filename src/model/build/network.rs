@@ -19,13 +19,8 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
     add_links(job, links);
     for i in 0..job.events.len() {
         let ev = &job.events[i];
-        if !matches!(
-            ev.kind,
-            EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
-        ) {
-            continue;
-        }
-        let host = ev.who.host.as_deref().map(str::to_string);
+        // A shared name: cloning it costs a count, not a copy.
+        let host = ev.who.host.clone();
         let rank = ev.who.rank;
         match ev.kind {
             EventKind::NcclBootstrapIface => {
@@ -34,25 +29,19 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
                 }
             }
             EventKind::NcclNetIb => {
-                let ev = ev.clone();
-                if let Some(h) = host.as_deref()
-                    && let Some(ip) = ev.text_field("oob_ip")
-                {
-                    add_addr(job, h, ip);
+                let oob_ip = ev.text_field("oob_ip").map(str::to_string);
+                let devices = ev.text_field("devices").unwrap_or("").to_string();
+                if let (Some(h), Some(ip)) = (host.as_deref(), oob_ip) {
+                    add_addr(job, h, &ip);
                 }
-                add_ib_devices(
-                    job,
-                    host.as_deref(),
-                    rank,
-                    ev.text_field("devices").unwrap_or(""),
-                );
+                add_ib_devices(job, host.as_deref(), rank, &devices);
             }
             EventKind::NcclNetSocket => {
                 let Some(h) = host else { continue };
                 let list = ev.text_field("interfaces").unwrap_or("").to_string();
                 for c in SOCKET_IFACE.captures_iter(&list) {
                     add_addr(job, &h, &c["addr"]);
-                    let entry = job.hosts.entry(h.clone()).or_default();
+                    let entry = job.hosts.entry(h.to_string()).or_default();
                     entry
                         .socket_ifaces
                         .insert(format!("{}:{}", &c["iface"], &c["addr"]));
