@@ -18,12 +18,23 @@ fn channel_pattern(grammar: &Grammar) -> &Pattern {
         .expect("the built-in grammar has nccl.channel")
 }
 
-/// Whether the accelerator answered (and then agreed with the regex; a
-/// disagreement fails the test). `false`: it left the line to the regex.
+/// Whether the accelerator answered (and then agreed with the regex and
+/// found its pattern's literal; anything else fails the test). `false`: it
+/// left the line to the regex.
 fn agrees(pattern: &Pattern, body: &[u8]) -> bool {
     let Some(fast) = pattern.accelerated(body) else {
         return false;
     };
+    // The line-by-line lane trusts an answer to mean the pattern was a
+    // candidate: its literal is in the line.
+    assert!(
+        pattern
+            .literals
+            .iter()
+            .any(|l| body.windows(l.len()).any(|w| w == l.as_bytes())),
+        "the accelerator answered on a line without its literal: {:?}",
+        String::from_utf8_lossy(body)
+    );
     let mut locs = pattern.capture_locations();
     let slow = pattern.regex_match(body, &mut locs).map(|m| m.fields);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Compiling grammar files into one matcher.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use memchr::memmem;
 use regex::bytes::Regex;
 use std::sync::Arc;
 
@@ -57,6 +58,8 @@ pub struct MatchScratch {
 pub struct Match<'g> {
     pub pattern: &'g Pattern,
     pub fields: Fields,
+    /// The pattern's accelerator read the line (its regex did not run).
+    pub accelerated: bool,
 }
 
 /// All patterns, compiled and frozen; shared by reference across workers.
@@ -66,6 +69,9 @@ pub struct Grammar {
     prefilter: AhoCorasick,
     /// For each prefilter literal, the patterns that listed it.
     literal_owners: Vec<Vec<PatternIdx>>,
+    /// The patterns with an accelerator, in order: they are tried before
+    /// every other candidate of a line.
+    accelerated: Vec<PatternIdx>,
 }
 
 impl Grammar {
@@ -99,10 +105,14 @@ impl Grammar {
         }
         check_unique_ids(&patterns)?;
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
+        let accelerated = (0..patterns.len() as PatternIdx)
+            .filter(|&i| patterns[i as usize].accelerator.is_some())
+            .collect();
         Ok(Grammar {
             patterns,
             prefilter,
             literal_owners,
+            accelerated,
         })
     }
 
@@ -140,8 +150,8 @@ impl Grammar {
     }
 
     /// Tries `candidates` (sorted, deduplicated) on a line whose message starts
-    /// at `body_start`: the first regular pattern that matches wins, then
-    /// fallbacks in order.
+    /// at `body_start`: patterns with an accelerator first, then the first
+    /// other regular pattern that matches, then fallbacks in order.
     pub fn match_line(
         &self,
         candidates: &[PatternIdx],
@@ -152,18 +162,42 @@ impl Grammar {
         if scratch.locations.len() < self.patterns.len() {
             scratch.locations.resize_with(self.patterns.len(), || None);
         }
-        let regular = candidates.iter().filter(|&&i| !self.pattern(i).fallback);
-        let fallback = candidates.iter().filter(|&&i| self.pattern(i).fallback);
-        regular.chain(fallback).find_map(|&i| {
+        let tier = |i: &&PatternIdx| self.pattern(**i).tier();
+        let in_order = [0, 1, 2]
+            .into_iter()
+            .flat_map(|t| candidates.iter().filter(move |i| tier(i) == t));
+        in_order.into_iter().find_map(|&i| {
             let p = self.pattern(i);
-            let hay = match p.scope {
-                Scope::Message => &line[body_start..],
-                Scope::Line => line,
-            };
             let locs =
                 scratch.locations[i as usize].get_or_insert_with(|| p.regex.capture_locations());
-            p.try_match(hay, locs)
+            p.try_match(p.scope_of(line, body_start), locs)
         })
+    }
+
+    /// What [`Grammar::match_line`] answers for `line` when an accelerator
+    /// reads it, without the literal scan: the accelerated patterns are tried
+    /// first, and an accelerator answers only on lines holding its pattern's
+    /// literal (so the pattern is a candidate). `None` when none answers, or
+    /// when one declines on a line holding its literal, since its regex
+    /// might still match: the caller then takes the full path.
+    pub fn accelerated_match(&self, line: &[u8], body_start: usize) -> Option<Match<'_>> {
+        for &i in &self.accelerated {
+            let p = self.pattern(i);
+            if let Some(fields) = p.accelerated(p.scope_of(line, body_start)) {
+                return Some(Match {
+                    pattern: p,
+                    fields,
+                    accelerated: true,
+                });
+            }
+            if p.literals
+                .iter()
+                .any(|l| memmem::find(line, l.as_bytes()).is_some())
+            {
+                return None;
+            }
+        }
+        None
     }
 }
 
@@ -179,9 +213,28 @@ impl Pattern {
             return Some(Match {
                 pattern: self,
                 fields,
+                accelerated: true,
             });
         }
         self.regex_match(body, locs)
+    }
+
+    /// Where the pattern stands among a line's candidates: 0 accelerated,
+    /// 1 regular, 2 fallback.
+    fn tier(&self) -> u8 {
+        match (self.fallback, self.accelerator.is_some()) {
+            (true, _) => 2,
+            (false, true) => 0,
+            (false, false) => 1,
+        }
+    }
+
+    /// The part of a line this pattern reads: the message or the whole line.
+    fn scope_of<'l>(&self, line: &'l [u8], body_start: usize) -> &'l [u8] {
+        match self.scope {
+            Scope::Message => &line[body_start..],
+            Scope::Line => line,
+        }
     }
 
     /// What the accelerator of this pattern reads from `body`, if it has
@@ -217,6 +270,7 @@ impl Pattern {
         Some(Match {
             pattern: self,
             fields: fields.finish(),
+            accelerated: false,
         })
     }
 }
@@ -242,6 +296,12 @@ fn compile_pattern(
     if spec.literals.is_empty() || spec.literals.iter().any(String::is_empty) {
         return Err(fail(
             "needs at least one non-empty literal for the prefilter".into(),
+        ));
+    }
+    if spec.accelerator.is_some() && spec.fallback {
+        return Err(fail(
+            "a fallback pattern cannot have an accelerator (accelerated patterns are tried first)"
+                .into(),
         ));
     }
     let accelerator = match &spec.accelerator {
@@ -405,4 +465,33 @@ fn build_prefilter(
         .build(&literals)
         .map_err(GrammarError::Prefilter)?;
     Ok((ac, owners))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grammar_of(pattern: &str) -> Result<Grammar, GrammarError> {
+        let toml = format!("source = \"test\"\n[[pattern]]\n{pattern}");
+        Grammar::compile(&[("test.toml".into(), toml)])
+    }
+
+    #[test]
+    fn a_fallback_pattern_with_an_accelerator_is_refused() {
+        let spec = r#"id = "t.channel"
+title = "t"
+event = "nccl_channel"
+literals = ["Channel "]
+regex = 'Channel (?P<channel>\d+)'
+fallback = true
+accelerator = "nccl_channel"
+"#;
+        let err = grammar_of(spec).unwrap_err().to_string();
+        assert!(
+            err.contains("fallback pattern cannot have an accelerator"),
+            "{err}"
+        );
+        let ok = spec.replace("fallback = true\n", "");
+        assert!(grammar_of(&ok).is_ok());
+    }
 }

@@ -5,11 +5,12 @@
 //! lines it hits are framed, decoded or matched. Every other line costs one pass
 //! of the automaton and a newline count.
 
+use std::borrow::Cow;
 use std::io::{self, Read};
 
 use rustc_hash::FxHashMap;
 
-use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
+use crate::grammar::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
@@ -19,9 +20,14 @@ use crate::model::{
     Event, EventKind, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
 };
 
-use super::frame::frame;
+use super::frame::{Frame, frame};
 use super::paste::unpaste;
 use super::tables::{MAX_TABLE_BYTES, parse_table};
+
+/// Lines in a row the line-by-line lane reads without an accelerator
+/// answering before it hands back to the literal scan: the few other lines
+/// among channel lines do not end it, a file of other lines soon does.
+const HOT_PATIENCE: u8 = 4;
 
 /// Evidence text is capped so one pathological line cannot bloat the report.
 const MAX_EVIDENCE_CHARS: usize = 2000;
@@ -230,6 +236,9 @@ struct Scanner<'a> {
     rereadable: bool,
     /// The key of the line at hand, built in place.
     repeat_key: Vec<u8>,
+    /// Lines the line-by-line lane may still read without an accelerator
+    /// answering before the literal scan takes over again (0: scanning).
+    hot_lines_left: u8,
     out: FileParse,
 }
 
@@ -254,24 +263,46 @@ impl<'a> Scanner<'a> {
             seen_repeats: FxHashMap::default(),
             rereadable: !super::archive::is_member(&file.display),
             repeat_key: Vec::with_capacity(128),
+            hot_lines_left: 0,
             out: FileParse::default(),
         }
     }
 
-    /// Groups the chunk's literal hits by line and matches each hit line once.
+    /// Scans a chunk in whichever of two lanes suits the lines at hand: the
+    /// literal scan over many lines at once, which skips the lines no
+    /// grammar can match, or line by line while an accelerated pattern keeps
+    /// reading them (channel lines are nine in ten of a large job, and each
+    /// holds a literal, so scanning them for literals only to find that
+    /// again is wasted work).
     fn scan_chunk(&mut self, chunk: &Chunk<'_>) {
         let data = chunk.data;
-        let mut line_no = chunk.first_line;
-        let mut counted_to = 0usize;
+        let (mut pos, mut line_no) = (0, chunk.first_line);
+        while pos < data.len() {
+            (pos, line_no) = if self.hot_lines_left > 0 {
+                self.scan_hot(data, pos, line_no)
+            } else {
+                self.scan_literals(data, pos, line_no)
+            };
+        }
+    }
+
+    /// Groups the literal hits from `from` on by line and matches each hit
+    /// line once, until a line is read by an accelerator: returns where the
+    /// line after it starts, and its number.
+    fn scan_literals(&mut self, data: &[u8], from: usize, mut line_no: u64) -> (usize, u64) {
+        let mut counted_to = from;
         let mut current: Option<(usize, usize)> = None;
-        let hits: Vec<(usize, u32)> = self.grammar.literal_hits(data).collect();
-        for (at, lit) in hits {
+        for (at, lit) in self.grammar.literal_hits(&data[from..]) {
+            let at = from + at;
             if let Some((start, end)) = current {
                 if at < end {
                     self.candidates.extend_from_slice(self.grammar.owners(lit));
                     continue;
                 }
-                self.finish_line(&data[start..end], line_no);
+                if self.finish_line(&data[start..end], line_no) {
+                    self.hot_lines_left = HOT_PATIENCE;
+                    return (end + 1, line_no + 1);
+                }
             }
             let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |p| p + 1);
             let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |p| at + p);
@@ -281,12 +312,34 @@ impl<'a> Scanner<'a> {
             self.candidates.clear();
             self.candidates.extend_from_slice(self.grammar.owners(lit));
         }
-        if let Some((start, end)) = current {
-            self.finish_line(&data[start..end], line_no);
+        if let Some((start, end)) = current
+            && self.finish_line(&data[start..end], line_no)
+        {
+            self.hot_lines_left = HOT_PATIENCE;
+            return (end + 1, line_no + 1);
         }
+        (data.len(), line_no)
     }
 
-    fn finish_line(&mut self, line: &[u8], line_no: u64) {
+    /// Reads lines one by one from `from`, each first offered to the
+    /// accelerators, until `HOT_PATIENCE` lines in a row were not theirs.
+    fn scan_hot(&mut self, data: &[u8], mut from: usize, mut line_no: u64) -> (usize, u64) {
+        while from < data.len() && self.hot_lines_left > 0 {
+            let end = memchr::memchr(b'\n', &data[from..]).map_or(data.len(), |p| from + p);
+            if self.hot_line(&data[from..end], line_no) {
+                self.hot_lines_left = HOT_PATIENCE;
+            } else {
+                self.hot_lines_left -= 1;
+            }
+            from = end + 1;
+            line_no += 1;
+        }
+        (from, line_no)
+    }
+
+    /// Matches a line the literal scan hit (its candidates gathered);
+    /// `true` when an accelerator read it.
+    fn finish_line(&mut self, line: &[u8], line_no: u64) -> bool {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.candidates.sort_unstable();
         self.candidates.dedup();
@@ -297,8 +350,34 @@ impl<'a> Scanner<'a> {
             self.grammar
                 .match_line(&self.candidates, &clean, body_start, &mut self.scratch)
         else {
-            return;
+            return false;
         };
+        let accelerated = m.accelerated;
+        self.record(m, framed, line, line_no);
+        accelerated
+    }
+
+    /// Offers a line to the accelerators before any literal scan; a line
+    /// they do not read takes the full path. `true` when one read it.
+    fn hot_line(&mut self, raw: &[u8], line_no: u64) -> bool {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        // An accelerator's answer stands for the literal scan's only where
+        // the text it read is the line's own (not rebuilt by unpasting).
+        if let Cow::Borrowed(clean) = unpaste(line) {
+            let framed = frame(clean, &self.profile.launcher);
+            let body_start = clean.len() - framed.body.len();
+            if let Some(m) = self.grammar.accelerated_match(clean, body_start) {
+                self.record(m, framed, line, line_no);
+                return true;
+            }
+        }
+        self.grammar.candidates(raw, &mut self.candidates);
+        !self.candidates.is_empty() && self.finish_line(raw, line_no)
+    }
+
+    /// Turns a match into an event, or into a link and a repeat of the
+    /// event kept for its first line.
+    fn record(&mut self, m: Match<'_>, framed: Frame<'_>, line: &[u8], line_no: u64) {
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
@@ -489,5 +568,74 @@ node1:8:9 [1] NCCL INFO Channel 00/1 : 1[1] -> 9[1] [send] via NET/IB/0/GDRDMA/S
         let ends: Vec<(u32, u32, u32)> = p.links.iter().map(|l| (l.anchor, l.src, l.dst)).collect();
         assert_eq!(ends, vec![(0, 0, 8), (0, 0, 16), (1, 1, 0), (2, 1, 9)]);
         assert_eq!(channel[0].origin.line, 1, "the first line is the one kept");
+    }
+
+    /// What the full path (literal scan, then every candidate) matches on
+    /// each line read alone: the reference for the line-by-line lane.
+    fn reference(text: &str) -> Vec<(u64, &'static str, Fields)> {
+        let grammar = Grammar::builtin().unwrap();
+        let mut scratch = MatchScratch::default();
+        let mut out = Vec::new();
+        for (n, line) in text.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let mut candidates = Vec::new();
+            grammar.candidates(line.as_bytes(), &mut candidates);
+            let clean = unpaste(line.as_bytes());
+            let framed = frame(&clean, &Default::default());
+            let body_start = clean.len() - framed.body.len();
+            if let Some(m) = grammar.match_line(&candidates, &clean, body_start, &mut scratch) {
+                out.push((n as u64 + 1, m.pattern.id, m.fields));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_line_by_line_lane_reads_every_line_as_the_literal_scan_would() {
+        let channel = |pid: u32| {
+            format!("node1:{pid}:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0")
+        };
+        let mut lines: Vec<String> = Vec::new();
+        let noise = |lines: &mut Vec<String>, n: usize| {
+            lines.extend((0..n).map(|i| format!("epoch {i} loss 0.{i}")));
+        };
+        noise(&mut lines, 10);
+        lines.extend((100..106).map(channel));
+        lines.push("node1:7:9 [0] NCCL INFO comm 0x55d rank 0 nranks 2 cudaDev 0 busId 1a000 commId 0x1 - Init COMPLETE".into());
+        lines.push(String::new());
+        lines.extend((110..112).map(channel));
+        // Pasted from a web page: the literal scan's path undoes the link.
+        lines.push("node1:120:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via [NET/IB](http://x/)/0".into());
+        lines.push(format!("{}\r", channel(121)));
+        // Undoing the link makes the literal the line lacks: no candidate.
+        lines.push(
+            "node1:123:9 [0] NCCL INFO Chan[nel ](http://x/)00/0 : 0[0] -> 1[0] via P2P".into(),
+        );
+        // A prefix framing does not know: the accelerator declines, the
+        // regex (unanchored) still reads it.
+        lines.push(format!("garbage~ {}", channel(122)));
+        lines.push("[rank0]:[E1129 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.".into());
+        noise(&mut lines, 6);
+        lines.extend((130..132).map(channel));
+        lines.push("node1:7:9 [0] NCCL WARN NET/IB : Got completion from peer 10.1.3.201<33057> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.1.3.200 remoteGid ::ffff:10.1.3.201".into());
+        noise(&mut lines, 3);
+        let text = lines.join("\n");
+
+        let want = reference(&text);
+        let p = parse(&text);
+        let got: Vec<(u64, &str, Fields)> = p
+            .events
+            .iter()
+            .map(|e| (e.origin.line, e.pattern, e.fields.clone()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(p.matched_lines, want.len() as u64);
+        assert!(
+            want.iter()
+                .filter(|(_, id, _)| *id == "nccl.channel")
+                .count()
+                >= 12,
+            "the channel lines above all match: {want:?}"
+        );
     }
 }
