@@ -16,7 +16,9 @@ use compact_str::CompactString;
 use regex::Regex;
 
 use crate::model::counter_store::{CounterStore, NameId, StoredReading};
-use crate::model::{CounterDelta, CounterSource, FileId, Job, Phase, SourceLine};
+use crate::model::{
+    CounterDelta, CounterSource, FileId, FileInfo, Job, Phase, PortSnapshot, SourceLine,
+};
 
 /// (host, device, port): the place a counter belongs to, by name ids.
 type PortKey = (Option<NameId>, NameId, Option<u32>);
@@ -37,26 +39,62 @@ const BEFORE_WORDS: &[&str] = &[
 ];
 const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "final"];
 
-/// Sets every counter's phase and computes the deltas.
-/// Pairs the readings into deltas. The readings themselves are not kept: a
-/// 16k-rank job holds millions, and each delta carries what it cites.
-pub fn collect(job: &mut Job, mut store: CounterStore) {
-    job.counter_readings = store.len();
-    name_lids(job, &mut store);
-    assign_path_phases(job, &mut store.readings);
-    assign_time_phases(job, &mut store.readings);
-    let (deltas, ports) = deltas(&store);
-    job.counter_deltas = deltas;
-    job.counter_ports = ports;
-    job.counter_devices = devices(&store);
+/// What each file's path says about the dumps in it: a phase word, a stamp.
+/// Read before the counters are built, so that they can be built beside the
+/// rest of the job (which changes the file table).
+pub struct FileClues {
+    phases: Vec<Phase>,
+    stamps: Vec<Option<u64>>,
+}
+
+impl FileClues {
+    pub fn of(files: &[FileInfo]) -> FileClues {
+        FileClues {
+            phases: files.iter().map(|f| phase_of_path(&f.path)).collect(),
+            stamps: files.iter().map(|f| stamp_in_name(&f.path)).collect(),
+        }
+    }
+}
+
+/// The counters' part of the job.
+pub struct Counted {
+    readings: usize,
+    deltas: Vec<CounterDelta>,
+    ports: BTreeMap<CompactString, u32>,
+    devices: BTreeMap<(Option<CompactString>, CompactString), CounterSource>,
+}
+
+impl Counted {
+    pub fn store_in(self, job: &mut Job) {
+        job.counter_readings = self.readings;
+        job.counter_deltas = self.deltas;
+        job.counter_ports = self.ports;
+        job.counter_devices = self.devices;
+    }
+}
+
+/// Sets every counter's phase and pairs the readings into deltas. The
+/// readings themselves are not kept: a 16k-rank job holds millions, and each
+/// delta carries what it cites.
+pub fn collect(files: &FileClues, ports: &[PortSnapshot], mut store: CounterStore) -> Counted {
+    let readings = store.len();
+    name_lids(ports, &mut store);
+    assign_path_phases(files, &mut store.readings);
+    assign_time_phases(files, &mut store.readings);
+    let (deltas, counted_ports) = deltas(&store);
+    Counted {
+        readings,
+        deltas,
+        ports: counted_ports,
+        devices: devices(&store),
+    }
 }
 
 /// `perfquery` names a port by its LID (`Lid 3`); the host's `ibstat` gives
 /// each port's base LID, so the reading joins its HCA and port (and pairs
 /// with sysfs dumps of the same port).
-fn name_lids(job: &Job, store: &mut CounterStore) {
-    let by_lid: BTreeMap<HostLid<'_>, (&str, Option<u32>)> = job
-        .ports
+fn name_lids(ports: &[PortSnapshot], store: &mut CounterStore) {
+    let by_lid: BTreeMap<HostLid<'_>, (&str, Option<u32>)> = ports
         .iter()
         .filter_map(|p| {
             let lid = p.lid.filter(|&l| l != 0)?;
@@ -110,8 +148,8 @@ pub fn phase_of_path(path: &str) -> Phase {
     Phase::Unknown
 }
 
-fn assign_path_phases(job: &Job, readings: &mut [StoredReading]) {
-    let phases: Vec<Phase> = job.files.iter().map(|f| phase_of_path(&f.path)).collect();
+fn assign_path_phases(files: &FileClues, readings: &mut [StoredReading]) {
+    let phases = &files.phases;
     for c in readings.iter_mut() {
         if c.phase == Phase::Unknown
             && let Some(p) = phases.get(c.file.0 as usize)
@@ -123,8 +161,8 @@ fn assign_path_phases(job: &Job, readings: &mut [StoredReading]) {
 
 /// Dumps of one port without a phase in their path, ordered by when they
 /// were taken: the earliest is before, the latest after.
-fn assign_time_phases(job: &Job, readings: &mut [StoredReading]) {
-    let name_stamps: Vec<Option<u64>> = job.files.iter().map(|f| stamp_in_name(&f.path)).collect();
+fn assign_time_phases(files: &FileClues, readings: &mut [StoredReading]) {
+    let name_stamps = &files.stamps;
     let mut taken: BTreeMap<PortKey, BTreeSet<(u64, FileId)>> = BTreeMap::new();
     for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
         let stamp = c

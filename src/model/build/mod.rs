@@ -41,8 +41,16 @@ pub fn build(
     job.gids = tables.gids;
     job.flight = tables.flight;
     flight::synthesize(&mut job);
-    counters::collect(&mut job, tables.counters);
-    identity::resolve(&mut job);
+    // The counters need nothing the ranks are resolved from: both are built
+    // at once (each about half a second at 16k ranks).
+    let clues = counters::FileClues::of(&job.files);
+    let ports = std::mem::take(&mut job.ports);
+    let (counted, ()) = rayon::join(
+        || counters::collect(&clues, &ports, tables.counters),
+        || identity::resolve(&mut job),
+    );
+    job.ports = ports;
+    counted.store_in(&mut job);
     network::collect(&mut job, &links);
     // Millions of channel ends at scale: free them before the rest is built.
     drop(links);
