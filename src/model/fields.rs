@@ -215,7 +215,9 @@ fn put_len(buf: &mut Vec<u8>, len: usize) {
     put_varint(buf, len as u64);
 }
 
-fn put_varint(buf: &mut Vec<u8>, mut n: u64) {
+/// Appends `n` as LEB128 (one byte below 128): how lengths and integers
+/// are packed, and a compact self-delimiting form for keys built elsewhere.
+pub fn put_varint(buf: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         buf.push((n as u8) | 0x80);
         n >>= 7;

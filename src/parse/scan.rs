@@ -15,7 +15,7 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::fields::same_name;
+use crate::model::fields::{put_varint, same_name};
 use crate::model::{
     Event, EventKind, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
 };
@@ -472,22 +472,23 @@ fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fi
         return false;
     };
     key.clear();
-    let mut word = |n: u64| key.extend_from_slice(&n.to_le_bytes());
-    word(pattern.id.as_ptr() as u64);
-    word(who.pid.map_or(u64::MAX, u64::from));
-    word(who.rank.map_or(u64::MAX, u64::from));
-    word(who.local_rank.map_or(u64::MAX, u64::from));
+    // Every part is self-delimiting (LEB128 lengths and numbers), so equal
+    // keys mean equal parts; short keys hash and compare fast.
+    key.extend_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
+    for id in [who.pid, who.rank, who.local_rank] {
+        put_varint(key, id.map_or(0, |n| u64::from(n) + 1));
+    }
     let host = who.host.as_deref().unwrap_or("");
-    key.extend_from_slice(&(host.len() as u64).to_le_bytes());
+    put_varint(key, host.len() as u64);
     key.extend_from_slice(host.as_bytes());
     for (name, kind, value) in fields.raw() {
         if ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
             continue;
         }
-        key.extend_from_slice(&(name.len() as u64).to_le_bytes());
+        put_varint(key, name.len() as u64);
         key.extend_from_slice(name);
         key.push(kind);
-        key.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        put_varint(key, value.len() as u64);
         key.extend_from_slice(value);
     }
     true

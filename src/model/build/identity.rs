@@ -9,9 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{EventKind, Job, RankInfo};
+use crate::model::{EventKind, Job, RankInfo, Sym};
 
-type HostPid = (String, u32);
+/// (host, pid): shared host names, so keys cost a reference count, not a copy.
+type HostPid = (Sym, u32);
 
 pub fn resolve(job: &mut Job) {
     job.world_size = world_size(job);
@@ -31,15 +32,13 @@ pub fn resolve(job: &mut Job) {
         if ev.who.rank.is_some() {
             continue;
         }
-        let host = ev.who.host.as_deref().map(str::to_string);
+        let host = ev.who.host.as_ref();
         ev.who.rank = host
-            .as_ref()
             .zip(ev.who.pid)
             .and_then(|(h, p)| by_pid.get(&(h.clone(), p)).copied())
             .or_else(|| ev.who.task.filter(|_| task_is_rank))
             .or_else(|| {
-                host.as_ref()
-                    .zip(ev.who.local_rank)
+                host.zip(ev.who.local_rank)
                     .and_then(|(h, l)| by_local.get(&(h.clone(), l)).copied())
             });
     }
@@ -61,7 +60,7 @@ fn world_size(job: &Job) -> Option<u32> {
 
 /// One failed worker as torchrun's ChildFailedError summary names it.
 struct FailedWorker {
-    host: String,
+    host: Sym,
     pid: Option<u32>,
     rank: u32,
     local_rank: Option<u32>,
@@ -79,7 +78,7 @@ fn failure_summaries(job: &Job) -> Vec<FailedWorker> {
                 .find_map(|&i| job.events[i].int("failed_local_rank"))
                 .and_then(|l| u32::try_from(l).ok());
             Some(FailedWorker {
-                host: d.host?,
+                host: Sym::new(&d.host?),
                 pid: d.pid,
                 rank: d.rank?,
                 local_rank,
@@ -93,7 +92,7 @@ fn failure_summaries(job: &Job) -> Vec<FailedWorker> {
 fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
     let mut map = BTreeMap::new();
     for ev in &job.events {
-        let (Some(host), Some(pid)) = (ev.who.host.as_deref(), ev.who.pid) else {
+        let (Some(host), Some(pid)) = (ev.who.host.as_ref(), ev.who.pid) else {
             continue;
         };
         let rank = if ev.kind == EventKind::NcclCommInit {
@@ -103,7 +102,7 @@ fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
             ev.who.rank
         };
         if let Some(rank) = rank {
-            map.entry((host.to_string(), pid)).or_insert(rank);
+            map.entry((host.clone(), pid)).or_insert(rank);
         }
     }
     for (key, rank) in tree_ranks(job) {
@@ -123,7 +122,7 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
         if ev.kind != EventKind::NcclTrees {
             continue;
         }
-        let (Some(host), Some(pid)) = (ev.who.host.as_deref(), ev.who.pid) else {
+        let (Some(host), Some(pid)) = (ev.who.host.as_ref(), ev.who.pid) else {
             continue;
         };
         let nranks = super::trees::comm_nranks(job, idx);
@@ -131,9 +130,7 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
             continue;
         }
         if let Some(rank) = super::trees::tree_rank(ev.text_field("trees").unwrap_or("")) {
-            seen.entry((host.to_string(), pid))
-                .or_default()
-                .insert(rank);
+            seen.entry((host.clone(), pid)).or_default().insert(rank);
         }
     }
     seen.into_iter()
@@ -144,10 +141,10 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
 
 /// (host, local rank) → global rank: from NCCL's layout line (2.21+) and from
 /// lines that carry both a local-rank and a rank tag (`[default3]:[rank11]:`).
-fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, u32), u32> {
+fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<HostPid, u32> {
     let mut map = BTreeMap::new();
     for ev in &job.events {
-        let Some(host) = ev.who.host.as_deref() else {
+        let Some(host) = ev.who.host.as_ref() else {
             continue;
         };
         let pair = if ev.kind == EventKind::NcclCommInit && ev.text_field("phase") == Some("LAYOUT")
@@ -156,7 +153,7 @@ fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, 
             let rank = ev
                 .who
                 .pid
-                .and_then(|p| by_pid.get(&(host.to_string(), p)).copied());
+                .and_then(|p| by_pid.get(&(host.clone(), p)).copied());
             ev.int("local_rank")
                 .zip(rank)
                 .filter(|_| world)
@@ -165,7 +162,7 @@ fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, 
             ev.who.local_rank.zip(ev.who.rank)
         };
         if let Some((local, rank)) = pair {
-            map.entry((host.to_string(), local)).or_insert(rank);
+            map.entry((host.clone(), local)).or_insert(rank);
         }
     }
     map
@@ -175,12 +172,12 @@ fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<(String, 
 /// every known (local rank, rank) pair of a host has the same offset, a
 /// worker of that host known only by its local rank (a log folder, a
 /// `[default7]:` prefix) has rank offset + local rank.
-fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<(String, u32), u32>) {
+fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<HostPid, u32>) {
     // (pairs seen, offsets): one pair alone could be a coincidence of a
     // round-robin layout.
     let mut offsets: BTreeMap<&str, (usize, BTreeSet<i64>)> = BTreeMap::new();
     for ((host, local), &rank) in by_local {
-        let e = offsets.entry(host.as_str()).or_default();
+        let e = offsets.entry(host).or_default();
         e.0 += 1;
         e.1.insert(i64::from(rank) - i64::from(*local));
     }
@@ -233,42 +230,53 @@ fn tasks_are_ranks(job: &Job) -> bool {
 /// A file (or torchrun per-worker folder) whose resolved lines all name one
 /// rank, and whose NCCL lines all come from one process, gives that rank to
 /// its remaining lines.
+/// The ranks a group of files names, and the (host, pid) processes it holds.
+type FileGroup<'a> = (BTreeSet<u32>, BTreeSet<(&'a str, u32)>);
+
 fn resolve_by_file(job: &mut Job) {
-    let mut groups: BTreeMap<String, (BTreeSet<u32>, BTreeSet<HostPid>)> = BTreeMap::new();
-    let group_of = |job: &Job, file: usize| -> String {
-        let f = &job.files[file];
-        f.hints
-            .process_dir
-            .clone()
-            .unwrap_or_else(|| f.path.clone())
-    };
+    // Files group by their worker folder (or stand alone): one small number
+    // per file, so the events are grouped without a key string each.
+    let mut group_ids: BTreeMap<&str, usize> = BTreeMap::new();
+    let group_of_file: Vec<usize> = job
+        .files
+        .iter()
+        .map(|f| {
+            let key = f.hints.process_dir.as_deref().unwrap_or(&f.path);
+            let next = group_ids.len();
+            *group_ids.entry(key).or_insert(next)
+        })
+        .collect();
+    let mut groups: Vec<FileGroup<'_>> = vec![Default::default(); group_ids.len()];
     for ev in &job.events {
-        let key = group_of(job, ev.origin.file.0 as usize);
-        let entry = groups.entry(key).or_default();
+        let Some(&g) = group_of_file.get(ev.origin.file.0 as usize) else {
+            continue;
+        };
+        let (ranks, procs) = &mut groups[g];
         if let Some(r) = ev.who.rank {
-            entry.0.insert(r);
+            ranks.insert(r);
         }
         if let (Some(h), Some(p)) = (ev.who.host.as_deref(), ev.who.pid) {
-            entry.1.insert((h.to_string(), p));
+            procs.insert((h, p));
         }
     }
-    let single: BTreeMap<String, u32> = groups
+    let single: Vec<Option<u32>> = groups
         .into_iter()
-        .filter(|(_, (ranks, procs))| ranks.len() == 1 && procs.len() <= 1)
-        .map(|(k, (ranks, _))| (k, *ranks.iter().next().unwrap()))
+        .map(|(ranks, procs)| {
+            (ranks.len() == 1 && procs.len() <= 1)
+                .then(|| ranks.first().copied())
+                .flatten()
+        })
         .collect();
-    for file in &mut job.files {
-        let key = file
-            .hints
-            .process_dir
-            .clone()
-            .unwrap_or_else(|| file.path.clone());
-        file.multiplexed = !single.contains_key(&key);
+    let rank_of_file: Vec<Option<u32>> = group_of_file.iter().map(|&g| single[g]).collect();
+    for (file, rank) in job.files.iter_mut().zip(&rank_of_file) {
+        file.multiplexed = rank.is_none();
     }
-    for i in 0..job.events.len() {
-        if job.events[i].who.rank.is_none() {
-            let key = group_of(job, job.events[i].origin.file.0 as usize);
-            job.events[i].who.rank = single.get(&key).copied();
+    for ev in &mut job.events {
+        if ev.who.rank.is_none() {
+            ev.who.rank = rank_of_file
+                .get(ev.origin.file.0 as usize)
+                .copied()
+                .flatten();
         }
     }
 }
@@ -306,7 +314,7 @@ fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
             rank,
             ..Default::default()
         });
-        info.host.get_or_insert_with(|| host.clone());
+        info.host.get_or_insert_with(|| host.to_string());
         info.pid.get_or_insert(*pid);
     }
     for f in job.files.iter().filter(|f| f.lines > 0) {
