@@ -227,12 +227,12 @@ fn tasks_are_ranks(job: &Job) -> bool {
     }
 }
 
-/// A file (or torchrun per-worker folder) whose resolved lines all name one
-/// rank, and whose NCCL lines all come from one process, gives that rank to
-/// its remaining lines.
 /// The ranks a group of files names, and the (host, pid) processes it holds.
 type FileGroup<'a> = (BTreeSet<u32>, BTreeSet<(&'a str, u32)>);
 
+/// A file (or torchrun per-worker folder) whose resolved lines all name one
+/// rank, and whose NCCL lines all come from one process, gives that rank to
+/// its remaining lines.
 fn resolve_by_file(job: &mut Job) {
     // Files group by their worker folder (or stand alone): one small number
     // per file, so the events are grouped without a key string each.
