@@ -162,10 +162,11 @@ impl Fields {
     }
 }
 
-/// Name equality for short names: length and first byte settle most pairs
-/// without a call into `memcmp` (this runs for every field of every line).
+/// Name equality for short names, compared in line: a call into `memcmp`
+/// for a few bytes cost more than the compare (this runs for every field of
+/// every line).
 pub fn same_name(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.first() == b.first() && a == b
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 impl fmt::Debug for Fields {

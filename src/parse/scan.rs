@@ -382,14 +382,13 @@ impl<'a> Scanner<'a> {
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
         let next = self.out.events.len() as u32;
-        let anchor = if write_repeat_key(&mut self.repeat_key, m.pattern, &who, &m.fields) {
+        let read = read_fields(&mut self.repeat_key, m.pattern, &who, &m.fields);
+        let anchor = if read.repeats {
             self.anchor_of_repeat(next)
         } else {
             next
         };
-        if m.pattern.kind == EventKind::NcclChannel
-            && let Some((src, dst)) = link_ends(&m.fields)
-        {
+        if let Some((src, dst)) = read.link {
             self.out.links.push(PeerLink { anchor, src, dst });
         }
         if anchor != next {
@@ -448,40 +447,52 @@ impl Scanner<'_> {
     }
 }
 
-/// A channel line's two ranks, read in one walk over its fields.
-fn link_ends(fields: &Fields) -> Option<(u32, u32)> {
-    let (mut src, mut dst) = (None, None);
-    for (name, kind, value) in fields.raw() {
-        let slot = match name {
-            b"src" => &mut src,
-            b"dst" => &mut dst,
-            _ => continue,
-        };
-        *slot = crate::model::fields::decode(kind, value)
-            .and_then(FieldRef::as_int)
-            .and_then(|n| u32::try_from(n).ok());
-    }
-    Some((src?, dst?))
+/// What one walk over a match's fields gives every line: whether its
+/// pattern folds repeats (its key then written), and a channel line's two
+/// ranks.
+struct FieldsRead {
+    repeats: bool,
+    link: Option<(u32, u32)>,
 }
 
-/// What makes a match of a `repeats_differ_in` pattern a new fact: the
-/// pattern, the process, and every field but the ones it may differ in,
-/// written into `key`; `false` when the pattern keeps every match.
-fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields) -> bool {
-    let Some(ignored) = pattern.repeats_differ_in.as_ref() else {
-        return false;
-    };
-    key.clear();
-    // Every part is self-delimiting (LEB128 lengths and numbers), so equal
-    // keys mean equal parts; short keys hash and compare fast.
-    key.extend_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
-    for id in [who.pid, who.rank, who.local_rank] {
-        put_varint(key, id.map_or(0, |n| u64::from(n) + 1));
+/// Reads a match's fields once (this runs for every channel line). The
+/// repeat key of a `repeats_differ_in` pattern is what makes a match a new
+/// fact: the pattern, the process, and every field but the ones it may
+/// differ in; every part is self-delimiting (LEB128 lengths and numbers), so
+/// equal keys mean equal parts.
+fn read_fields(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields) -> FieldsRead {
+    let ignored = pattern.repeats_differ_in.as_deref();
+    let channel = pattern.kind == EventKind::NcclChannel;
+    if ignored.is_some() {
+        key.clear();
+        key.extend_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
+        for id in [who.pid, who.rank, who.local_rank] {
+            put_varint(key, id.map_or(0, |n| u64::from(n) + 1));
+        }
+        let host = who.host.as_deref().unwrap_or("");
+        put_varint(key, host.len() as u64);
+        key.extend_from_slice(host.as_bytes());
+    } else if !channel {
+        return FieldsRead {
+            repeats: false,
+            link: None,
+        };
     }
-    let host = who.host.as_deref().unwrap_or("");
-    put_varint(key, host.len() as u64);
-    key.extend_from_slice(host.as_bytes());
+    let (mut src, mut dst) = (None, None);
     for (name, kind, value) in fields.raw() {
+        if channel {
+            let end = match name {
+                b"src" => Some(&mut src),
+                b"dst" => Some(&mut dst),
+                _ => None,
+            };
+            if let Some(end) = end {
+                *end = crate::model::fields::decode(kind, value)
+                    .and_then(FieldRef::as_int)
+                    .and_then(|n| u32::try_from(n).ok());
+            }
+        }
+        let Some(ignored) = ignored else { continue };
         if ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
             continue;
         }
@@ -491,7 +502,10 @@ fn write_repeat_key(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fi
         put_varint(key, value.len() as u64);
         key.extend_from_slice(value);
     }
-    true
+    FieldsRead {
+        repeats: ignored.is_some(),
+        link: src.zip(dst).filter(|_| channel),
+    }
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the
