@@ -212,28 +212,34 @@ fn bare_kernel_tag(s: &[u8]) -> Option<KernelPrefix<'_>> {
         .then(|| KernelPrefix::new(RawTime::None, 8))
 }
 
-const FACILITIES: &[&[u8]] = &[
-    b"kern",
-    b"user",
-    b"mail",
-    b"daemon",
-    b"auth",
-    b"syslog",
-    b"lpr",
-    b"news",
-    b"uucp",
-    b"cron",
-    b"authpriv",
-    b"ftp",
-    b"local0",
-    b"local1",
-    b"local2",
-    b"local3",
-    b"local4",
-    b"local5",
-    b"local6",
-    b"local7",
-];
+/// A syslog facility name (`kern`, `daemon`, `local0` …). A `match` on the
+/// bytes: this runs on the first word of every line that starts with a
+/// letter, and a list search called `memcmp` per name.
+fn is_facility(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"kern"
+            | b"user"
+            | b"mail"
+            | b"daemon"
+            | b"auth"
+            | b"syslog"
+            | b"lpr"
+            | b"news"
+            | b"uucp"
+            | b"cron"
+            | b"authpriv"
+            | b"ftp"
+            | b"local0"
+            | b"local1"
+            | b"local2"
+            | b"local3"
+            | b"local4"
+            | b"local5"
+            | b"local6"
+            | b"local7"
+    )
+}
 const LEVEL_WORDS: &[(&[u8], Level)] = &[
     (b"emerg", Level::Fatal),
     (b"alert", Level::Fatal),
@@ -248,7 +254,7 @@ const LEVEL_WORDS: &[(&[u8], Level)] = &[
 /// `dmesg -x`: `kern  :warn  : ` (each word padded to 6, then ` :`).
 fn decoded_level(s: &[u8]) -> Option<KernelPrefix<'_>> {
     let fac = word(s);
-    if !FACILITIES.contains(&&s[..fac]) {
+    if !is_facility(&s[..fac]) {
         return None;
     }
     let mut i = fac + spaces(&s[fac..]);
@@ -336,7 +342,7 @@ fn logread(s: &[u8]) -> Option<KernelPrefix<'_>> {
         .iter()
         .find(|(w, _)| *w == &lvl[1..])
         .map(|(_, l)| *l)?;
-    if !FACILITIES.contains(&fac) {
+    if !is_facility(fac) {
         return None;
     }
     let tag = &rest[fl..];
