@@ -34,8 +34,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
     let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
-    let review = rules::fabric_review(&ctx, hang.as_ref());
-    let hyps = select::merge(rules::hypotheses(&ctx, hang.as_ref(), &review));
+    let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref());
+    let hyps = select::merge(hyps);
     let mut hyps = select::explain(hyps, &kb.explains);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());

@@ -17,6 +17,7 @@ mod setup;
 use crate::grammar::knowledge::Knowledge;
 use crate::model::Job;
 use crate::timeline::Timeline;
+use rayon::prelude::*;
 
 use super::hang::Hang;
 use super::hypothesis::Hypothesis;
@@ -28,19 +29,32 @@ pub struct Ctx<'a> {
     pub kb: &'a Knowledge,
 }
 
-/// Runs every rule.
-pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> Vec<Hypothesis> {
-    let mut out = Vec::new();
-    out.extend(process::hypotheses(ctx));
-    out.extend(gpu::hypotheses(ctx));
-    out.extend(network::hypotheses(ctx, hang));
-    out.extend(setup::hypotheses(ctx));
-    out.extend(config::config_mismatch(ctx));
-    out.extend(application::hypotheses(ctx, hang));
-    out.extend(fabric::hypotheses(ctx, hang, review));
-    out.extend(kernel::hypotheses(ctx));
-    out.extend(nccl_bug::hypotheses(ctx, hang));
-    out
+/// One family of rules, run over the shared, read-only context.
+type RuleFamily<'r> = &'r (dyn Fn() -> Vec<Hypothesis> + Sync);
+
+/// Runs every rule, and reviews the fabric (which the fabric rules read and
+/// the report shows). The rule families only read the job, so they run in
+/// parallel, beside the review; their hypotheses come back in this fixed
+/// order, which the selection keeps where hypotheses tie.
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> (Vec<Hypothesis>, FabricReview) {
+    let families: [RuleFamily<'_>; 8] = [
+        &|| process::hypotheses(ctx),
+        &|| gpu::hypotheses(ctx),
+        &|| network::hypotheses(ctx, hang),
+        &|| setup::hypotheses(ctx),
+        &|| config::config_mismatch(ctx).into_iter().collect(),
+        &|| application::hypotheses(ctx, hang),
+        &|| kernel::hypotheses(ctx),
+        &|| nccl_bug::hypotheses(ctx, hang).into_iter().collect(),
+    ];
+    /// Where the fabric rules, which wait for the review, take their turn.
+    const FABRIC_AT: usize = 6;
+    let (review, mut found) = rayon::join(
+        || fabric_review(ctx, hang),
+        || -> Vec<Vec<Hypothesis>> { families.par_iter().map(|family| family()).collect() },
+    );
+    found.insert(FABRIC_AT, fabric::hypotheses(ctx, hang, &review));
+    (found.into_iter().flatten().collect(), review)
 }
 
 pub use fabric::{FabricReview, fabric_review};
