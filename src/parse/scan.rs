@@ -3,7 +3,10 @@
 //!
 //! The literal prefilter runs over whole chunks of many lines at once; only the
 //! lines it hits are framed, decoded or matched. Every other line costs one pass
-//! of the automaton and a newline count.
+//! of the automaton and a newline count. Where lines that an accelerated
+//! pattern reads come in runs (a NCCL INFO file is mostly channel lines), the
+//! scanner reads them one by one instead and offers each to the accelerators
+//! first, handing back to the prefilter once such lines stop coming.
 
 use std::borrow::Cow;
 use std::io::{self, Read};
