@@ -8,12 +8,12 @@
 //! regex's. The self-test checks that on every sample of the pattern, and
 //! tests check it on every channel line of the corpus and on generated lines.
 
+use crate::model::FieldList;
 use crate::model::FieldRef::{Int, Text};
-use crate::model::{Fields, FieldsBuilder};
 
 /// Reads a message body into the fields its pattern's regex would yield, or
 /// `None` to leave the line to the regex.
-pub type Accelerator = fn(&[u8]) -> Option<Fields>;
+pub type Accelerator = for<'a> fn(&'a [u8]) -> Option<FieldList<'a>>;
 
 /// The accelerator a grammar names (`accelerator = "…"`), if it exists.
 pub fn by_name(name: &str) -> Option<Accelerator> {
@@ -26,7 +26,7 @@ pub fn by_name(name: &str) -> Option<Accelerator> {
 /// `Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared` (and the
 /// `Ring` form of NCCL ≤ 2.6), anchored at the start of the message: the
 /// regex of `nccl.channel` in grammars/nccl.toml, read left to right.
-fn nccl_channel(body: &[u8]) -> Option<Fields> {
+fn nccl_channel(body: &[u8]) -> Option<FieldList<'_>> {
     let mut r = Reader { s: body, at: 0 };
     if !(r.eat(b"Channel ") || r.eat(b"Ring ")) {
         return None;
@@ -50,7 +50,7 @@ fn nccl_channel(body: &[u8]) -> Option<Fields> {
     r.expect(b"via ")?;
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
-    let mut fields = FieldsBuilder::with_capacity(128);
+    let mut fields = FieldList::new();
     // Pushed in name order, as `Fields` keeps them.
     fields.push("channel", Int(channel));
     if let Some(conn) = conn {
@@ -70,7 +70,7 @@ fn nccl_channel(body: &[u8]) -> Option<Fields> {
     fields.push("src", Int(src));
     fields.push("src_dev", Text(src_dev));
     fields.push("transport", Text(transport));
-    Some(fields.finish())
+    fields.complete()
 }
 
 /// ASCII bytes in the regex's (Unicode) `\s`: unlike
@@ -195,6 +195,7 @@ mod tests {
     fn fields(line: &str) -> Vec<(String, String)> {
         nccl_channel(line.as_bytes())
             .expect("read")
+            .to_fields()
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()

@@ -9,7 +9,7 @@ use super::GrammarError;
 use super::accel::{self, Accelerator};
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
-use crate::model::{EventKind, Fields, FieldsBuilder, Level, Value, intern};
+use crate::model::{EventKind, FieldList, Fields, FieldsBuilder, Level, Value, intern};
 
 /// Index of a pattern inside a [`Grammar`]; lower is tried first.
 pub type PatternIdx = u32;
@@ -77,9 +77,9 @@ pub struct Grammar {
     prefilter: AhoCorasick,
     /// For each prefilter literal, the patterns that listed it.
     literal_owners: Vec<Vec<PatternIdx>>,
-    /// The patterns with an accelerator, in order: they are tried before
-    /// every other candidate of a line.
-    accelerated: Vec<PatternIdx>,
+    /// The patterns with an accelerator, in order, and theirs: they are
+    /// tried before every other candidate of a line.
+    accelerated: Vec<(PatternIdx, Accelerator)>,
 }
 
 impl Grammar {
@@ -114,7 +114,7 @@ impl Grammar {
         check_unique_ids(&patterns)?;
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
         let accelerated = (0..patterns.len() as PatternIdx)
-            .filter(|&i| patterns[i as usize].accelerator.is_some())
+            .filter_map(|i| Some((i, patterns[i as usize].accelerator?)))
             .collect();
         Ok(Grammar {
             patterns,
@@ -188,15 +188,17 @@ impl Grammar {
     /// literal (so the pattern is a candidate). `None` when none answers, or
     /// when one declines on a line holding its literal, since its regex
     /// might still match: the caller then takes the full path.
-    pub fn accelerated_match(&self, line: &[u8], body_start: usize) -> Option<Match<'_>> {
-        for &i in &self.accelerated {
+    /// The fields come unpacked: most such lines only repeat an earlier
+    /// one and are never kept.
+    pub fn accelerated_match<'l>(
+        &self,
+        line: &'l [u8],
+        body_start: usize,
+    ) -> Option<(&Pattern, FieldList<'l>)> {
+        for &(i, read) in &self.accelerated {
             let p = self.pattern(i);
-            if let Some(fields) = p.accelerated(p.scope_of(line, body_start)) {
-                return Some(Match {
-                    pattern: p,
-                    fields,
-                    accelerated: true,
-                });
+            if let Some(fields) = read(p.scope_of(line, body_start)) {
+                return Some((p, fields));
             }
             if p.literals
                 .iter()
@@ -217,7 +219,7 @@ impl Pattern {
         body: &[u8],
         locs: &mut regex::bytes::CaptureLocations,
     ) -> Option<Match<'_>> {
-        if let Some(fields) = self.accelerator.and_then(|read| read(body)) {
+        if let Some(fields) = self.accelerated(body) {
             return Some(Match {
                 pattern: self,
                 fields,
@@ -248,7 +250,8 @@ impl Pattern {
     /// What the accelerator of this pattern reads from `body`, if it has
     /// one and it answers (for checking it against the regex).
     pub fn accelerated(&self, body: &[u8]) -> Option<Fields> {
-        self.accelerator.and_then(|read| read(body))
+        let read = self.accelerator?;
+        read(body).map(|list| list.to_fields())
     }
 
     /// Fresh capture buffers for [`Pattern::regex_match`].

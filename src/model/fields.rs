@@ -197,7 +197,7 @@ impl FieldsBuilder {
         match value {
             FieldRef::Int(n) => {
                 self.buf.push(INT);
-                put_varint(&mut self.buf, ((n << 1) ^ (n >> 63)) as u64);
+                put_varint(&mut self.buf, zigzag(n));
             }
             FieldRef::Text(t) => {
                 self.buf.push(TEXT);
@@ -210,6 +210,83 @@ impl FieldsBuilder {
     pub fn finish(self) -> Fields {
         Fields(self.buf.as_slice().into())
     }
+}
+
+/// A line's fields as a hand-written reader yields them: borrowed from the
+/// line, in name order, not yet packed. Most such lines only repeat an
+/// earlier one and are never kept, so they are never packed either.
+#[derive(Clone, Copy)]
+pub struct FieldList<'a> {
+    entries: [(&'static str, FieldRef<'a>); FieldList::MAX],
+    len: usize,
+    /// More than `MAX` were pushed: the list is not to be used.
+    overflowed: bool,
+}
+
+impl<'a> FieldList<'a> {
+    pub const MAX: usize = 16;
+
+    pub fn new() -> FieldList<'a> {
+        FieldList {
+            entries: [("", FieldRef::Int(0)); FieldList::MAX],
+            len: 0,
+            overflowed: false,
+        }
+    }
+
+    /// Appends a field; names must come in sorted order, each once.
+    pub fn push(&mut self, name: &'static str, value: FieldRef<'a>) {
+        match self.entries.get_mut(self.len) {
+            Some(slot) => {
+                *slot = (name, value);
+                self.len += 1;
+            }
+            None => self.overflowed = true,
+        }
+    }
+
+    /// The list, unless more fields were pushed than it holds.
+    pub fn complete(self) -> Option<FieldList<'a>> {
+        (!self.overflowed).then_some(self)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, FieldRef<'a>)> + '_ {
+        self.entries[..self.len].iter().copied()
+    }
+
+    /// Each entry as [`Fields::raw`] would give it once packed (`scratch`
+    /// holds an integer's bytes for the call).
+    pub fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
+        let mut scratch = Vec::with_capacity(10);
+        for (name, value) in self.iter() {
+            match value {
+                FieldRef::Int(n) => {
+                    scratch.clear();
+                    put_varint(&mut scratch, zigzag(n));
+                    visit(name.as_bytes(), INT, &scratch);
+                }
+                FieldRef::Text(t) => visit(name.as_bytes(), TEXT, t.as_bytes()),
+            }
+        }
+    }
+
+    pub fn to_fields(&self) -> Fields {
+        let mut packed = FieldsBuilder::with_capacity(16 * self.len);
+        for (name, value) in self.iter() {
+            packed.push(name, value);
+        }
+        packed.finish()
+    }
+}
+
+impl Default for FieldList<'_> {
+    fn default() -> Self {
+        FieldList::new()
+    }
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
 }
 
 fn put_len(buf: &mut Vec<u8>, len: usize) {

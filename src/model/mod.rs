@@ -15,7 +15,7 @@ pub mod time;
 
 pub use cause::CauseKind;
 pub use event::{Event, EventKind, FileId, Level, Origin, Who};
-pub use fields::{FieldRef, Fields, FieldsBuilder, Value};
+pub use fields::{FieldList, FieldRef, Fields, FieldsBuilder, Value};
 pub use intern::intern;
 pub use job::{
     Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,

@@ -13,14 +13,14 @@ use std::io::{self, Read};
 
 use rustc_hash::FxHashMap;
 
-use crate::grammar::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
+use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
 use crate::model::fields::{put_varint, same_name};
 use crate::model::{
-    Event, EventKind, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
+    Event, EventKind, FieldList, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
 };
 
 use super::frame::{Frame, frame};
@@ -355,9 +355,14 @@ impl<'a> Scanner<'a> {
         else {
             return false;
         };
-        let accelerated = m.accelerated;
-        self.record(m, framed, line, line_no);
-        accelerated
+        self.record(
+            m.pattern,
+            LineFields::Packed(m.fields),
+            framed,
+            line,
+            line_no,
+        );
+        m.accelerated
     }
 
     /// Offers a line to the accelerators before any literal scan; a line
@@ -369,8 +374,8 @@ impl<'a> Scanner<'a> {
         if let Cow::Borrowed(clean) = unpaste(line) {
             let framed = frame(clean, &self.profile.launcher);
             let body_start = clean.len() - framed.body.len();
-            if let Some(m) = self.grammar.accelerated_match(clean, body_start) {
-                self.record(m, framed, line, line_no);
+            if let Some((pattern, fields)) = self.grammar.accelerated_match(clean, body_start) {
+                self.record(pattern, LineFields::Listed(fields), framed, line, line_no);
                 return true;
             }
         }
@@ -380,12 +385,19 @@ impl<'a> Scanner<'a> {
 
     /// Turns a match into an event, or into a link and a repeat of the
     /// event kept for its first line.
-    fn record(&mut self, m: Match<'_>, framed: Frame<'_>, line: &[u8], line_no: u64) {
+    fn record(
+        &mut self,
+        pattern: &Pattern,
+        fields: LineFields<'_>,
+        framed: Frame<'_>,
+        line: &[u8],
+        line_no: u64,
+    ) {
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
         let next = self.out.events.len() as u32;
-        let read = read_fields(&mut self.repeat_key, m.pattern, &who, &m.fields);
+        let read = read_fields(&mut self.repeat_key, pattern, &who, &fields);
         let anchor = if read.repeats {
             self.anchor_of_repeat(next)
         } else {
@@ -397,19 +409,19 @@ impl<'a> Scanner<'a> {
         if anchor != next {
             return;
         }
-        let mut fields = m.fields;
+        let mut fields = fields.into_fields();
         // A `Trees` line lists up to 64 channels (600+ characters) and is
         // printed by every rank for every communicator; only its rank's
         // neighbours are facts, and the line itself is never cited.
-        if m.pattern.kind == EventKind::NcclTrees {
+        if pattern.kind == EventKind::NcclTrees {
             compact_trees(&mut fields);
         }
-        let level = framed.level.or(m.pattern.level).unwrap_or_default();
+        let level = framed.level.or(pattern.level).unwrap_or_default();
         // Every rank prints its topology (communicators, channels, NICs,
         // settings) and its exit summary; no rule reads those lines' words,
         // only their fields, and the few that are cited are read again from
         // the file for the report.
-        let text = if m.pattern.kind.read_by_fields_alone() && self.rereadable {
+        let text = if pattern.kind.read_by_fields_alone() && self.rereadable {
             Box::default()
         } else {
             evidence_text(line, &mut self.out.lossy_lines)
@@ -422,8 +434,8 @@ impl<'a> Scanner<'a> {
             fields.insert("uptime_us", Value::Int(up));
         }
         self.out.events.push(Event {
-            kind: m.pattern.kind,
-            pattern: m.pattern.id,
+            kind: pattern.kind,
+            pattern: pattern.id,
             origin: Origin {
                 file: self.file.id,
                 line: line_no,
@@ -450,6 +462,38 @@ impl Scanner<'_> {
     }
 }
 
+/// A match's fields: packed (a regex's, or any match the literal scan's
+/// path made), or as an accelerator listed them (packed only if kept).
+// A stack value for one line at a time: boxing the list would bring back
+// the allocation it exists to save.
+#[allow(clippy::large_enum_variant)]
+enum LineFields<'a> {
+    Packed(Fields),
+    Listed(FieldList<'a>),
+}
+
+impl LineFields<'_> {
+    /// Each field as packed bytes (name, kind, value), alike for both forms,
+    /// so a repeat key is the same whichever lane read the line.
+    fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
+        match self {
+            LineFields::Packed(fields) => {
+                for (name, kind, value) in fields.raw() {
+                    visit(name, kind, value);
+                }
+            }
+            LineFields::Listed(list) => list.visit_raw(visit),
+        }
+    }
+
+    fn into_fields(self) -> Fields {
+        match self {
+            LineFields::Packed(fields) => fields,
+            LineFields::Listed(list) => list.to_fields(),
+        }
+    }
+}
+
 /// What one walk over a match's fields gives every line: whether its
 /// pattern folds repeats (its key then written), and a channel line's two
 /// ranks.
@@ -463,7 +507,12 @@ struct FieldsRead {
 /// fact: the pattern, the process, and every field but the ones it may
 /// differ in; every part is self-delimiting (LEB128 lengths and numbers), so
 /// equal keys mean equal parts.
-fn read_fields(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields) -> FieldsRead {
+fn read_fields(
+    key: &mut Vec<u8>,
+    pattern: &Pattern,
+    who: &Who,
+    fields: &LineFields<'_>,
+) -> FieldsRead {
     let ignored = pattern.repeats_differ_in.as_deref();
     let channel = pattern.kind == EventKind::NcclChannel;
     if ignored.is_some() {
@@ -482,7 +531,7 @@ fn read_fields(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields)
         };
     }
     let (mut src, mut dst) = (None, None);
-    for (name, kind, value) in fields.raw() {
+    fields.visit_raw(|name, kind, value| {
         if channel {
             let end = match name {
                 b"src" => Some(&mut src),
@@ -495,16 +544,16 @@ fn read_fields(key: &mut Vec<u8>, pattern: &Pattern, who: &Who, fields: &Fields)
                     .and_then(|n| u32::try_from(n).ok());
             }
         }
-        let Some(ignored) = ignored else { continue };
+        let Some(ignored) = ignored else { return };
         if ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
-            continue;
+            return;
         }
         put_varint(key, name.len() as u64);
         key.extend_from_slice(name);
         key.push(kind);
         put_varint(key, value.len() as u64);
         key.extend_from_slice(value);
-    }
+    });
     FieldsRead {
         repeats: ignored.is_some(),
         link: src.zip(dst).filter(|_| channel),
