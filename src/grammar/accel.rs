@@ -11,9 +11,10 @@
 use crate::model::FieldList;
 use crate::model::FieldRef::{Int, Text};
 
-/// Reads a message body into the fields its pattern's regex would yield, or
-/// `None` to leave the line to the regex.
-pub type Accelerator = for<'a> fn(&'a [u8]) -> Option<FieldList<'a>>;
+/// Reads a message body into the fields its pattern's regex would yield,
+/// listed into an empty list; `false` (the list then holds nothing of use)
+/// leaves the line to the regex.
+pub type Accelerator = for<'a> fn(&'a [u8], &mut FieldList<'a>) -> bool;
 
 /// The accelerator a grammar names (`accelerator = "…"`), if it exists.
 pub fn by_name(name: &str) -> Option<Accelerator> {
@@ -26,7 +27,11 @@ pub fn by_name(name: &str) -> Option<Accelerator> {
 /// `Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared` (and the
 /// `Ring` form of NCCL ≤ 2.6), anchored at the start of the message: the
 /// regex of `nccl.channel` in grammars/nccl.toml, read left to right.
-fn nccl_channel(body: &[u8]) -> Option<FieldList<'_>> {
+fn nccl_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> bool {
+    read_channel(body, fields).is_some() && fields.complete()
+}
+
+fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     let mut r = Reader { s: body, at: 0 };
     if !(r.eat(b"Channel ") || r.eat(b"Ring ")) {
         return None;
@@ -50,7 +55,6 @@ fn nccl_channel(body: &[u8]) -> Option<FieldList<'_>> {
     r.expect(b"via ")?;
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
-    let mut fields = FieldList::new();
     // Pushed in name order, as `Fields` keeps them.
     fields.push("channel", Int(channel));
     if let Some(conn) = conn {
@@ -70,7 +74,7 @@ fn nccl_channel(body: &[u8]) -> Option<FieldList<'_>> {
     fields.push("src", Int(src));
     fields.push("src_dev", Text(src_dev));
     fields.push("transport", Text(transport));
-    fields.complete()
+    Some(())
 }
 
 /// ASCII bytes in the regex's (Unicode) `\s`: unlike
@@ -192,10 +196,14 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
+    fn read(line: &str) -> Option<crate::model::Fields> {
+        let mut fields = FieldList::new();
+        nccl_channel(line.as_bytes(), &mut fields).then(|| fields.to_fields())
+    }
+
     fn fields(line: &str) -> Vec<(String, String)> {
-        nccl_channel(line.as_bytes())
+        read(line)
             .expect("read")
-            .to_fields()
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
@@ -232,7 +240,7 @@ mod tests {
             "Channel 00 : 0[] -> 8[0] via P2P",
             "Connected all rings",
         ] {
-            assert!(nccl_channel(line.as_bytes()).is_none(), "{line}");
+            assert!(read(line).is_none(), "{line}");
         }
     }
 }

@@ -188,17 +188,19 @@ impl Grammar {
     /// literal (so the pattern is a candidate). `None` when none answers, or
     /// when one declines on a line holding its literal, since its regex
     /// might still match: the caller then takes the full path.
-    /// The fields come unpacked: most such lines only repeat an earlier
-    /// one and are never kept.
+    /// The fields are listed into `fields`, unpacked: most such lines only
+    /// repeat an earlier one and are never kept.
     pub fn accelerated_match<'l>(
         &self,
         line: &'l [u8],
         body_start: usize,
-    ) -> Option<(&Pattern, FieldList<'l>)> {
+        fields: &mut FieldList<'l>,
+    ) -> Option<&Pattern> {
         for &(i, read) in &self.accelerated {
             let p = self.pattern(i);
-            if let Some(fields) = read(p.scope_of(line, body_start)) {
-                return Some((p, fields));
+            fields.clear();
+            if read(p.scope_of(line, body_start), fields) {
+                return Some(p);
             }
             if p.literals
                 .iter()
@@ -251,7 +253,8 @@ impl Pattern {
     /// one and it answers (for checking it against the regex).
     pub fn accelerated(&self, body: &[u8]) -> Option<Fields> {
         let read = self.accelerator?;
-        read(body).map(|list| list.to_fields())
+        let mut list = FieldList::new();
+        read(body, &mut list).then(|| list.to_fields())
     }
 
     /// Fresh capture buffers for [`Pattern::regex_match`].

@@ -214,8 +214,8 @@ impl FieldsBuilder {
 
 /// A line's fields as a hand-written reader yields them: borrowed from the
 /// line, in name order, not yet packed. Most such lines only repeat an
-/// earlier one and are never kept, so they are never packed either.
-#[derive(Clone, Copy)]
+/// earlier one and are never kept, so they are never packed either. Filled
+/// in place by the reader (it is a few hundred bytes: copies cost).
 pub struct FieldList<'a> {
     entries: [(&'static str, FieldRef<'a>); FieldList::MAX],
     len: usize,
@@ -224,7 +224,9 @@ pub struct FieldList<'a> {
 }
 
 impl<'a> FieldList<'a> {
-    pub const MAX: usize = 16;
+    /// Room for the fields of the patterns that have a reader (a channel
+    /// line has at most ten).
+    pub const MAX: usize = 12;
 
     pub fn new() -> FieldList<'a> {
         FieldList {
@@ -245,9 +247,15 @@ impl<'a> FieldList<'a> {
         }
     }
 
-    /// The list, unless more fields were pushed than it holds.
-    pub fn complete(self) -> Option<FieldList<'a>> {
-        (!self.overflowed).then_some(self)
+    /// Whether every field pushed found room.
+    pub fn complete(&self) -> bool {
+        !self.overflowed
+    }
+
+    /// Empties the list for the next line.
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.overflowed = false;
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, FieldRef<'a>)> + '_ {

@@ -374,8 +374,12 @@ impl<'a> Scanner<'a> {
         if let Cow::Borrowed(clean) = unpaste(line) {
             let framed = frame(clean, &self.profile.launcher);
             let body_start = clean.len() - framed.body.len();
-            if let Some((pattern, fields)) = self.grammar.accelerated_match(clean, body_start) {
-                self.record(pattern, LineFields::Listed(fields), framed, line, line_no);
+            let mut fields = FieldList::new();
+            if let Some(pattern) = self
+                .grammar
+                .accelerated_match(clean, body_start, &mut fields)
+            {
+                self.record(pattern, LineFields::Listed(&fields), framed, line, line_no);
                 return true;
             }
         }
@@ -388,7 +392,7 @@ impl<'a> Scanner<'a> {
     fn record(
         &mut self,
         pattern: &Pattern,
-        fields: LineFields<'_>,
+        fields: LineFields<'_, '_>,
         framed: Frame<'_>,
         line: &[u8],
         line_no: u64,
@@ -464,15 +468,12 @@ impl Scanner<'_> {
 
 /// A match's fields: packed (a regex's, or any match the literal scan's
 /// path made), or as an accelerator listed them (packed only if kept).
-// A stack value for one line at a time: boxing the list would bring back
-// the allocation it exists to save.
-#[allow(clippy::large_enum_variant)]
-enum LineFields<'a> {
+enum LineFields<'l, 'a> {
     Packed(Fields),
-    Listed(FieldList<'a>),
+    Listed(&'l FieldList<'a>),
 }
 
-impl LineFields<'_> {
+impl LineFields<'_, '_> {
     /// Each field as packed bytes (name, kind, value), alike for both forms,
     /// so a repeat key is the same whichever lane read the line.
     fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
@@ -511,7 +512,7 @@ fn read_fields(
     key: &mut Vec<u8>,
     pattern: &Pattern,
     who: &Who,
-    fields: &LineFields<'_>,
+    fields: &LineFields<'_, '_>,
 ) -> FieldsRead {
     let ignored = pattern.repeats_differ_in.as_deref();
     let channel = pattern.kind == EventKind::NcclChannel;
