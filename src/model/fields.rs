@@ -375,6 +375,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_listed_line_reads_and_packs_like_its_packed_fields() {
+        let mut list = FieldList::new();
+        list.push("a", FieldRef::Int(-300));
+        list.push("b", FieldRef::Text("x y"));
+        list.push("c", FieldRef::Int(i64::MAX));
+        assert!(list.complete());
+        let packed = list.to_fields();
+        let mut listed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = Vec::new();
+        list.visit_raw(|n, k, v| listed_raw.push((n.to_vec(), k, v.to_vec())));
+        let packed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = packed
+            .raw()
+            .map(|(n, k, v)| (n.to_vec(), k, v.to_vec()))
+            .collect();
+        assert_eq!(listed_raw, packed_raw);
+        assert_eq!(packed.int("a"), Some(-300));
+        assert_eq!(packed.text("b"), Some("x y"));
+    }
+
+    #[test]
+    fn a_list_that_ran_out_of_room_says_so() {
+        let mut list = FieldList::new();
+        for _ in 0..=FieldList::MAX {
+            list.push("n", FieldRef::Int(1));
+        }
+        assert!(!list.complete());
+        list.clear();
+        assert!(list.complete());
+        assert!(list.to_fields().is_empty());
+    }
+
+    #[test]
     fn fields_stay_sorted_and_replace_on_reinsert() {
         let mut f = Fields::default();
         f.insert("status", Value::Int(12));
