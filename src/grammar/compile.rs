@@ -171,10 +171,10 @@ impl Grammar {
             scratch.locations.resize_with(self.patterns.len(), || None);
         }
         let tier = |i: &&PatternIdx| self.pattern(**i).tier();
-        let in_order = [0, 1, 2]
+        let mut in_order = [0, 1, 2]
             .into_iter()
             .flat_map(|t| candidates.iter().filter(move |i| tier(i) == t));
-        in_order.into_iter().find_map(|&i| {
+        in_order.find_map(|&i| {
             let p = self.pattern(i);
             let locs =
                 scratch.locations[i as usize].get_or_insert_with(|| p.regex.capture_locations());
@@ -188,6 +188,7 @@ impl Grammar {
     /// literal (so the pattern is a candidate). `None` when none answers, or
     /// when one declines on a line holding its literal, since its regex
     /// might still match: the caller then takes the full path.
+    ///
     /// The fields are listed into `fields`, unpacked: most such lines only
     /// repeat an earlier one and are never kept.
     pub fn accelerated_match<'l>(
