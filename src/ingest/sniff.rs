@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::launcher::{LauncherStyle, digits, pdsh_candidate};
+use super::lines::line_spans;
 
 /// How many bytes of a file's (decompressed) head the sniffer reads.
 pub const SNIFF_BYTES: usize = 64 * 1024;
@@ -161,7 +162,7 @@ fn sniff_launcher(head: &[u8]) -> LauncherStyle {
     let mut total = 0usize;
     let (mut slurm, mut mpich) = (0usize, 0usize);
     let mut pdsh: BTreeMap<&[u8], usize> = BTreeMap::new();
-    for line in lines_of(head).take(SNIFF_LINES) {
+    for line in line_spans(head).map(|span| &head[span]).take(SNIFF_LINES) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             continue;
@@ -196,21 +197,6 @@ fn count_controls(s: &[u8]) -> usize {
     s.chunks(255)
         .map(|block| usize::from(block.iter().fold(0u8, |n, &b| n + u8::from(b < 0x20))))
         .sum()
-}
-
-/// The head's lines, found with `memchr` (a byte-by-byte split cost more
-/// than the rest of sniffing a file).
-fn lines_of(head: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = head;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-        let line = &rest[..end];
-        rest = rest.get(end + 1..).unwrap_or(&[]);
-        Some(line)
-    })
 }
 
 fn is_slurm_label(line: &[u8]) -> bool {
@@ -279,12 +265,6 @@ mod tests {
         assert_eq!(count_controls(&all), naive);
         assert_eq!(count_controls(&[0u8; 1000]), 1000);
         assert_eq!(count_controls(b""), 0);
-    }
-
-    #[test]
-    fn head_lines_split_like_the_bytes_do() {
-        let got: Vec<&[u8]> = lines_of(b"a\n\nb\r\nc").collect();
-        assert_eq!(got, [&b"a"[..], b"", b"b\r", b"c"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use super::lines::line_spans;
 use super::sniff::TableKind;
 
 /// Lines of the head looked at.
@@ -56,7 +57,9 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(looked_at),
     };
-    let lines: Vec<Cow<'_, str>> = lines_of(&text)
+    let lines: Vec<Cow<'_, str>> = line_spans(text.as_bytes())
+        .map(|span| &text[span])
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .take(HEAD_LINES)
         .map(strip_ansi)
         .filter(|l| !l.trim().is_empty())
@@ -75,23 +78,6 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         return Some(kind);
     }
     without_header(lines)
-}
-
-/// The lines of `text` as `str::lines` gives them, found with the `memchr`
-/// crate's vectorised search (the standard library's is a plain loop).
-fn lines_of(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let Some(end) = memchr::memchr(b'\n', rest.as_bytes()) else {
-            return Some(std::mem::take(&mut rest));
-        };
-        let line = &rest[..end];
-        rest = &rest[end + 1..];
-        Some(line.strip_suffix('\r').unwrap_or(line))
-    })
 }
 
 /// The bytes of the first `n` lines (only those are decoded and looked at).

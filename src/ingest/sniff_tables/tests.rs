@@ -172,12 +172,3 @@ fn corpus_files_sniff_as_their_kind() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
-
-#[test]
-fn head_lines_are_the_standard_librarys_lines() {
-    for text in ["", "a", "a\n", "a\r\nb\n\n c\r", "\n\n", "x\ry\n", "\r\n"] {
-        let ours: Vec<&str> = super::lines_of(text).collect();
-        let std: Vec<&str> = text.lines().collect();
-        assert_eq!(ours, std, "{text:?}");
-    }
-}
