@@ -262,16 +262,15 @@ impl<'a> FieldList<'a> {
         self.entries[..self.len].iter().copied()
     }
 
-    /// Each entry as [`Fields::raw`] would give it once packed (`scratch`
-    /// holds an integer's bytes for the call).
+    /// Each entry as [`Fields::raw`] would give it once packed (an integer's
+    /// bytes written on the stack: this runs for every channel line).
     pub fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
-        let mut scratch = Vec::with_capacity(10);
+        let mut scratch = [0u8; MAX_VARINT];
         for (name, value) in self.iter() {
             match value {
                 FieldRef::Int(n) => {
-                    scratch.clear();
-                    put_varint(&mut scratch, zigzag(n));
-                    visit(name.as_bytes(), INT, &scratch);
+                    let len = varint_into(zigzag(n), &mut scratch);
+                    visit(name.as_bytes(), INT, &scratch[..len]);
                 }
                 FieldRef::Text(t) => visit(name.as_bytes(), TEXT, t.as_bytes()),
             }
@@ -303,12 +302,25 @@ fn put_len(buf: &mut Vec<u8>, len: usize) {
 
 /// Appends `n` as LEB128 (one byte below 128): how lengths and integers
 /// are packed, and a compact self-delimiting form for keys built elsewhere.
-pub fn put_varint(buf: &mut Vec<u8>, mut n: u64) {
+pub fn put_varint(buf: &mut Vec<u8>, n: u64) {
+    let mut bytes = [0u8; MAX_VARINT];
+    let len = varint_into(n, &mut bytes);
+    buf.extend_from_slice(&bytes[..len]);
+}
+
+/// The most bytes a `u64` takes as LEB128.
+const MAX_VARINT: usize = 10;
+
+/// Writes `n` as LEB128 into `out`; returns how many bytes it took.
+fn varint_into(mut n: u64, out: &mut [u8; MAX_VARINT]) -> usize {
+    let mut len = 0;
     while n >= 0x80 {
-        buf.push((n as u8) | 0x80);
+        out[len] = (n as u8) | 0x80;
         n >>= 7;
+        len += 1;
     }
-    buf.push(n as u8);
+    out[len] = n as u8;
+    len + 1
 }
 
 /// A value from its kind byte and bytes (as [`Fields::raw`] gives them).
