@@ -6,7 +6,7 @@ use regex::bytes::Regex;
 use std::sync::{Arc, OnceLock};
 
 use super::GrammarError;
-use super::accel::{self, Accelerator};
+use super::accel::{self, Accelerator, ListFields, Spans};
 use super::fields::convert_field;
 use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
 use crate::model::{EventKind, FieldList, Fields, FieldsBuilder, Level, Value, intern};
@@ -77,9 +77,11 @@ pub struct Grammar {
     prefilter: AhoCorasick,
     /// For each prefilter literal, the patterns that listed it.
     literal_owners: Vec<Vec<PatternIdx>>,
-    /// The patterns with an accelerator, in order, and theirs: they are
-    /// tried before every other candidate of a line.
-    accelerated: Vec<(PatternIdx, Accelerator)>,
+    /// The patterns whose accelerator lists fields (their lines come in
+    /// runs), in order, and their readers: they are tried before every
+    /// other candidate of a line, so the line-by-line lane can offer a line
+    /// to them without a literal scan.
+    run_readers: Vec<(PatternIdx, ListFields)>,
 }
 
 impl Grammar {
@@ -113,14 +115,17 @@ impl Grammar {
         }
         check_unique_ids(&patterns)?;
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
-        let accelerated = (0..patterns.len() as PatternIdx)
-            .filter_map(|i| Some((i, patterns[i as usize].accelerator?)))
+        let run_readers = (0..patterns.len() as PatternIdx)
+            .filter_map(|i| match patterns[i as usize].accelerator? {
+                Accelerator::Fields(read) => Some((i, read)),
+                Accelerator::Spans(_) => None,
+            })
             .collect();
         Ok(Grammar {
             patterns,
             prefilter,
             literal_owners,
-            accelerated,
+            run_readers,
         })
     }
 
@@ -158,8 +163,9 @@ impl Grammar {
     }
 
     /// Tries `candidates` (sorted, deduplicated) on a line whose message starts
-    /// at `body_start`: patterns with an accelerator first, then the first
-    /// other regular pattern that matches, then fallbacks in order.
+    /// at `body_start`: patterns whose accelerator reads runs of lines
+    /// first, then the first other regular pattern that matches, then
+    /// fallbacks in order.
     pub fn match_line(
         &self,
         candidates: &[PatternIdx],
@@ -183,11 +189,12 @@ impl Grammar {
     }
 
     /// What [`Grammar::match_line`] answers for `line` when an accelerator
-    /// reads it, without the literal scan: the accelerated patterns are tried
-    /// first, and an accelerator answers only on lines holding its pattern's
-    /// literal (so the pattern is a candidate). `None` when none answers, or
-    /// when one declines on a line holding its literal, since its regex
-    /// might still match: the caller then takes the full path.
+    /// of lines that come in runs reads it, without the literal scan: the
+    /// accelerated patterns are tried first, and an accelerator answers
+    /// only on lines holding its pattern's literal (so the pattern is a
+    /// candidate). `None` when none answers, or when one declines on a line
+    /// holding its literal, since its regex might still match: the caller
+    /// then takes the full path.
     ///
     /// The fields are listed into `fields`, unpacked: most such lines only
     /// repeat an earlier one and are never kept.
@@ -197,7 +204,7 @@ impl Grammar {
         body_start: usize,
         fields: &mut FieldList<'l>,
     ) -> Option<&Pattern> {
-        for &(i, read) in &self.accelerated {
+        for &(i, read) in &self.run_readers {
             let p = self.pattern(i);
             fields.clear();
             if read(p.scope_of(line, body_start), fields) {
@@ -232,10 +239,22 @@ impl Pattern {
         self.regex_match(body, locs)
     }
 
-    /// Where the pattern stands among a line's candidates: 0 accelerated,
-    /// 1 regular, 2 fallback.
+    /// Whether a hand-written reader answers for the regex where it can.
+    pub fn has_accelerator(&self) -> bool {
+        self.accelerator.is_some()
+    }
+
+    /// Whether the pattern's lines come in runs that its accelerator reads
+    /// one by one (it lists their fields unpacked).
+    pub fn reads_runs(&self) -> bool {
+        matches!(self.accelerator, Some(Accelerator::Fields(_)))
+    }
+
+    /// Where the pattern stands among a line's candidates: 0 read in runs
+    /// by its accelerator, 1 regular, 2 fallback. Other accelerators only
+    /// run in their pattern's place.
     fn tier(&self) -> u8 {
-        match (self.fallback, self.accelerator.is_some()) {
+        match (self.fallback, self.reads_runs()) {
             (true, _) => 2,
             (false, true) => 0,
             (false, false) => 1,
@@ -253,9 +272,16 @@ impl Pattern {
     /// What the accelerator of this pattern reads from `body`, if it has
     /// one and it answers (for checking it against the regex).
     pub fn accelerated(&self, body: &[u8]) -> Option<Fields> {
-        let read = self.accelerator?;
-        let mut list = FieldList::new();
-        read(body, &mut list).then(|| list.to_fields())
+        match self.accelerator? {
+            Accelerator::Fields(read) => {
+                let mut list = FieldList::new();
+                read(body, &mut list).then(|| list.to_fields())
+            }
+            Accelerator::Spans(find) => {
+                let mut spans = Spans::new();
+                find(body, &mut spans).then(|| self.fields_at(body, |name, _| spans.get(name)))
+            }
+        }
     }
 
     /// Fresh capture buffers for [`Pattern::regex_match`].
@@ -278,11 +304,26 @@ impl Pattern {
         {
             self.regex.captures_read(locs, body)?;
         }
+        Some(Match {
+            pattern: self,
+            fields: self.fields_at(body, |_, group| locs.get(group)),
+            accelerated: false,
+        })
+    }
+
+    /// The fields of a match in `body`, each capture taken where `span`
+    /// says its group matched (by name and group index) and converted to
+    /// its kind: one way for the regex and for an accelerator's spans.
+    fn fields_at(
+        &self,
+        body: &[u8],
+        span: impl Fn(&'static str, usize) -> Option<(usize, usize)>,
+    ) -> Fields {
         let mut fields = FieldsBuilder::with_capacity(16 * self.slots.len());
         for (name, slot) in &self.slots {
             match slot {
                 Slot::Capture { group, kind } => {
-                    if let Some((start, end)) = locs.get(*group) {
+                    if let Some((start, end)) = span(name, *group) {
                         let raw = String::from_utf8_lossy(&body[start..end]);
                         fields.push(name, convert_field(*kind, &raw).as_ref());
                     }
@@ -290,11 +331,7 @@ impl Pattern {
                 Slot::Constant(value) => fields.push(name, value.as_ref()),
             }
         }
-        Some(Match {
-            pattern: self,
-            fields: fields.finish(),
-            accelerated: false,
-        })
+        fields.finish()
     }
 }
 

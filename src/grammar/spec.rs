@@ -21,7 +21,7 @@
 //! one of the same pattern and process in every field but those.
 //!
 //! `accelerator = "nccl_channel"` names a hand-written reader that gives the
-//! regex's fields faster on the lines it knows (grammar/accel.rs).
+//! regex's fields faster on the lines it knows (grammar/accel/).
 //!
 //! Order inside a file is priority: the first pattern whose regex matches a line
 //! wins; `fallback = true` patterns are tried only when no other pattern matched.
@@ -75,9 +75,9 @@ pub struct PatternSpec {
     /// `NCCL WARN` level word).
     #[serde(default)]
     pub scope: Scope,
-    /// A hand-written reader (grammar/accel.rs) that answers for the regex on
-    /// the lines it knows, for the few patterns that match most lines. The
-    /// self-test holds it to the regex on every sample.
+    /// A hand-written reader (grammar/accel/) that answers for the regex on
+    /// the lines it knows, for the patterns that match most lines or cost
+    /// most to match. The self-test holds it to the regex on every sample.
     pub accelerator: Option<String>,
     #[serde(default)]
     pub samples: Vec<SampleSpec>,

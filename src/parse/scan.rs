@@ -341,7 +341,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Matches a line the literal scan hit (its candidates gathered);
-    /// `true` when an accelerator read it.
+    /// `true` when an accelerator of lines that come in runs read it.
     fn finish_line(&mut self, line: &[u8], line_no: u64) -> bool {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.candidates.sort_unstable();
@@ -362,7 +362,7 @@ impl<'a> Scanner<'a> {
             line,
             line_no,
         );
-        m.accelerated
+        m.accelerated && m.pattern.reads_runs()
     }
 
     /// Offers a line to the accelerators before any literal scan; a line

@@ -1,0 +1,374 @@
+//! Accelerators for NCCL's own lines: channel connections (nine lines in
+//! ten of a large job) and what every rank prints once per communicator.
+
+use std::ops::Range;
+
+use super::reader::Reader;
+use super::{Spans, is_space, is_word};
+use crate::model::FieldList;
+use crate::model::FieldRef::{Int, Text};
+
+/// `Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared` (and the
+/// `Ring` form of NCCL ≤ 2.6), anchored at the start of the message: the
+/// regex of `nccl.channel` in grammars/nccl.toml, read left to right.
+pub(super) fn channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> bool {
+    read_channel(body, fields).is_some() && fields.complete()
+}
+
+fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
+    let mut r = Reader::new(body);
+    if !(r.eat(b"Channel ") || r.eat(b"Ring ")) {
+        return None;
+    }
+    let channel = r.int()?;
+    let conn = if r.eat(b"/") { Some(r.int()?) } else { None };
+    r.expect(b" : ")?;
+    let src = r.int()?;
+    let src_dev = r.bracketed_hex()?;
+    r.expect(b" -> ")?;
+    let dst = r.int()?;
+    let dst_dev = r.bracketed_hex()?;
+    r.expect(b" ")?;
+    let dir = if r.eat(b"[send] ") {
+        Some("send")
+    } else if r.eat(b"[receive] ") {
+        Some("receive")
+    } else {
+        None
+    };
+    r.expect(b"via ")?;
+    let transport = r.transport()?;
+    let suffix = r.transport_suffix()?;
+    // Pushed in name order, as `Fields` keeps them.
+    fields.push("channel", Int(channel));
+    if let Some(conn) = conn {
+        fields.push("conn", Int(conn));
+    }
+    if let Suffix::Detail(d) = suffix {
+        fields.push("detail", Text(d));
+    }
+    if let Some(dir) = dir {
+        fields.push("dir", Text(dir));
+    }
+    fields.push("dst", Int(dst));
+    fields.push("dst_dev", Text(dst_dev));
+    if let Suffix::NetDev(dev) = suffix {
+        fields.push("net_dev", Int(dev));
+    }
+    fields.push("src", Int(src));
+    fields.push("src_dev", Text(src_dev));
+    fields.push("transport", Text(transport));
+    Some(())
+}
+
+enum Suffix<'a> {
+    None,
+    NetDev(i64),
+    Detail(&'a str),
+}
+
+/// The channel line's own parts.
+impl<'a> Reader<'a> {
+    /// `\[([0-9a-fA-F]+)\]`.
+    fn bracketed_hex(&mut self) -> Option<&'a str> {
+        self.expect(b"[")?;
+        let hex = self.run(|b| b.is_ascii_hexdigit())?;
+        self.expect(b"]")?;
+        (!hex.is_empty()).then_some(hex)
+    }
+
+    /// `NET/[^/\s]+|P2P|SHM|COLLNET\w*`, first alternative first.
+    fn transport(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        if self.eat(b"NET/") {
+            let name = self.run(|b| b != b'/' && !is_space(b))?;
+            if !name.is_empty() {
+                return std::str::from_utf8(&self.s[start..self.at]).ok();
+            }
+            self.at = start;
+        }
+        if self.eat(b"P2P") || self.eat(b"SHM") {
+            return std::str::from_utf8(&self.s[start..self.at]).ok();
+        }
+        if self.eat(b"COLLNET") {
+            self.run(|b| b.is_ascii_alphanumeric() || b == b'_')?;
+            return std::str::from_utf8(&self.s[start..self.at]).ok();
+        }
+        None
+    }
+
+    /// `(?:/(\d+)|/(\S+))?`: a NIC index when digits follow the slash,
+    /// else the rest of the word.
+    fn transport_suffix(&mut self) -> Option<Suffix<'a>> {
+        if !self.eat(b"/") {
+            return Some(Suffix::None);
+        }
+        let after_slash = self.at;
+        let digits = self.run(|b| b.is_ascii_digit())?;
+        if !digits.is_empty() {
+            return digits.parse().ok().map(Suffix::NetDev);
+        }
+        self.at = after_slash;
+        let word = self.run(|b| !is_space(b))?;
+        Some(if word.is_empty() {
+            Suffix::None
+        } else {
+            Suffix::Detail(word)
+        })
+    }
+}
+
+/// `[Rank 10] ncclCommInitRankConfig comm 0x9 rank 10 nranks 16 cudaDev 1
+/// nvmlDev 1 busId 3b000 commId 0x1 - Init START` in each form since NCCL
+/// 2.4 (`nccl.comm_init`), read from the start of the message: every
+/// optional part is taken where its keyword stands, as the regex prefers.
+pub(super) fn comm_init(body: &[u8], spans: &mut Spans) -> bool {
+    body.is_ascii() && read_comm_init(&mut Reader::new(body), spans).is_some()
+}
+
+fn read_comm_init(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
+    if r.eat(b"[Rank ") {
+        r.digits()?;
+        r.expect(b"] ")?;
+    }
+    if r.rest().starts_with(b"nccl") {
+        let api = r.span(is_word);
+        r.expect(b" ")?;
+        (api.len() > 4).then_some(())?;
+        spans.set("api", api)?;
+    }
+    r.expect(b"comm ")?;
+    let comm = if r.rest().starts_with(b"(nil)") {
+        r.at..r.at + 5
+    } else {
+        hex_number(r)?
+    };
+    r.at = comm.end;
+    spans.set("comm", comm)?;
+    keyword_digits(r, spans, b" rank ", "rank")?;
+    keyword_digits(r, spans, b" nranks ", "nranks")?;
+    keyword_digits(r, spans, b" cudaDev ", "cuda_dev")?;
+    if r.rest().starts_with(b" nvmlDev ") {
+        keyword_digits(r, spans, b" nvmlDev ", "nvml_dev")?;
+    }
+    if r.eat(b" busId ") {
+        let bus = r.span1(|b| b.is_ascii_hexdigit())?;
+        spans.set("bus_id", bus)?;
+    }
+    if r.eat(b" parent ") {
+        let parent = r.span1(|b| !is_space(b))?;
+        spans.set("parent", parent)?;
+    }
+    if r.eat(b" splitCount ") || r.eat(b" childCount ") {
+        r.digits()?;
+    }
+    for (keyword, name) in [(&b" color "[..], "color"), (b" key ", "key")] {
+        if r.eat(keyword) {
+            let value = r.signed_digits()?;
+            spans.set(name, value)?;
+        }
+    }
+    if r.eat(b" commId ") {
+        let id = hex_number(r)?;
+        r.at = id.end;
+        spans.set("comm_id", id)?;
+    }
+    if r.rest().first().is_some_and(|&b| is_space(b)) {
+        r.at += 1;
+    }
+    r.expect(b"- Init ")?;
+    let start = r.at;
+    if !(r.eat(b"START") || r.eat(b"COMPLETE")) {
+        return None;
+    }
+    spans.set("phase", start..r.at)
+}
+
+/// `0x` and at least one hex digit from the reader's place, where it lies
+/// (the reader does not move).
+fn hex_number(r: &Reader<'_>) -> Option<Range<usize>> {
+    let digits = r.rest().strip_prefix(b"0x")?;
+    let len = digits.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    (len > 0).then(|| r.at..r.at + 2 + len)
+}
+
+/// `keyword` then `\d+`, the digits recorded as group `name`.
+fn keyword_digits(
+    r: &mut Reader<'_>,
+    spans: &mut Spans,
+    keyword: &[u8],
+    name: &'static str,
+) -> Option<()> {
+    r.expect(keyword)?;
+    let digits = r.digits()?;
+    spans.set(name, digits)
+}
+
+/// `comm 0x55d0 rank 2 nRanks 8 nNodes 2 localRanks 4 localRank 2 MNNVL 0`
+/// (`nccl.comm_layout`, NCCL 2.21+), from the start of the message.
+pub(super) fn comm_layout(body: &[u8], spans: &mut Spans) -> bool {
+    body.is_ascii() && read_comm_layout(&mut Reader::new(body), spans).is_some()
+}
+
+fn read_comm_layout(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
+    r.expect(b"comm ")?;
+    let comm = hex_number(r)?;
+    r.at = comm.end;
+    spans.set("comm", comm)?;
+    keyword_digits(r, spans, b" rank ", "rank")?;
+    keyword_digits(r, spans, b" nRanks ", "nranks")?;
+    keyword_digits(r, spans, b" nNodes ", "nnodes")?;
+    keyword_digits(r, spans, b" localRanks ", "local_ranks")?;
+    keyword_digits(r, spans, b" localRank ", "local_rank")?;
+    // Optional and last: where it is not whole the match ends before it.
+    let before = r.at;
+    if keyword_digits(r, spans, b" MNNVL ", "mnnvl").is_none() {
+        r.at = before;
+    }
+    Some(())
+}
+
+/// `Trees [0] 14/-1/-1->12->11 [1] …` (`nccl.trees`): the list runs to the
+/// line's last non-space character, which must come after the first
+/// neighbour's first digit (the regex's `-?\d+[/\d>-]*.*\S`).
+pub(super) fn trees(body: &[u8], spans: &mut Spans) -> bool {
+    body.is_ascii() && read_trees(body, spans).is_some()
+}
+
+fn read_trees(body: &[u8], spans: &mut Spans) -> Option<()> {
+    let mut r = Reader::new(body);
+    r.expect(b"Trees ")?;
+    let start = r.at;
+    r.expect(b"[")?;
+    r.digits()?;
+    r.expect(b"] ")?;
+    r.eat(b"-");
+    let first_digit = r.at;
+    r.digits()?;
+    let end = body.iter().rposition(|&b| !is_space(b))? + 1;
+    (end >= first_digit + 2).then_some(())?;
+    spans.set("trees", start..end)
+}
+
+/// `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB [RO]; OOB ib0:10.3.0.17<0>`
+/// (`nccl.net_ib`): the device list ends where the shortest run of spaces
+/// and `[RO]` before the first `; OOB ` begins (the regex's lazy `.*?`).
+pub(super) fn net_ib(body: &[u8], spans: &mut Spans) -> bool {
+    body.is_ascii() && read_net_ib(body, spans).is_some()
+}
+
+fn read_net_ib(body: &[u8], spans: &mut Spans) -> Option<()> {
+    let mut r = Reader::new(body);
+    if !(r.eat(b"NET/IB : Using ") || r.eat(b"NET/IB: Using ")) {
+        return None;
+    }
+    let start = r.at;
+    let oob = start + memchr::memmem::find(r.rest(), b"; OOB ")?;
+    let (devices_end, relaxed) = (oob.saturating_sub(6).max(start)..=oob)
+        .find_map(|q| relaxed_tail(&body[q..oob]).map(|ro| (q, ro.map(|at| q + at))))?;
+    spans.set("devices", start..devices_end)?;
+    if let Some(at) = relaxed {
+        spans.set("relaxed", at..at + 4)?;
+    }
+    r.at = oob + b"; OOB ".len();
+    let iface = r.span1(|b| b != b':' && !is_space(b))?;
+    r.expect(b":")?;
+    let ip = r.span1(|b| b != b'<' && !is_space(b))?;
+    r.expect(b"<")?;
+    r.digits()?;
+    r.expect(b">")?;
+    spans.set("oob_iface", iface)?;
+    spans.set("oob_ip", ip)
+}
+
+/// Whether `text` is all of `\s?(\[RO\])?\s?`, and where `[RO]` stands in
+/// it if it is there.
+fn relaxed_tail(text: &[u8]) -> Option<Option<usize>> {
+    let mut at = usize::from(text.first().is_some_and(|&b| is_space(b)));
+    let relaxed = text[at..].starts_with(b"[RO]").then_some(at);
+    at += relaxed.map_or(0, |_| 4);
+    at += usize::from(text.get(at).is_some_and(|&b| is_space(b)));
+    (at == text.len()).then_some(relaxed)
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(line: &str) -> Option<crate::model::Fields> {
+        let mut fields = FieldList::new();
+        channel(line.as_bytes(), &mut fields).then(|| fields.to_fields())
+    }
+
+    fn fields(line: &str) -> Vec<(String, String)> {
+        read(line)
+            .expect("read")
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_net_channel_line_of_nccl_2_19_reads_whole() {
+        let got = fields("Channel 00/1 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA/Shared");
+        let want = [
+            ("channel", "0"),
+            ("conn", "1"),
+            ("dir", "send"),
+            ("dst", "8"),
+            ("dst_dev", "0"),
+            ("net_dev", "0"),
+            ("src", "0"),
+            ("src_dev", "0"),
+            ("transport", "NET/IB"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn lines_outside_the_known_form_are_left_to_the_regex() {
+        for line in [
+            "Channel 00/ : 0[0] -> 8[0] via P2P",
+            "Channel 00 : 0[0] -> 8[0] via NVLS",
+            "Channel 00 : 0[0] -> 8[0] via NET/IB/０",
+            "Channel 99999999999999999999 : 0[0] -> 8[0] via P2P",
+            "Channel 00 : 0[] -> 8[0] via P2P",
+            "Connected all rings",
+        ] {
+            assert!(read(line).is_none(), "{line}");
+        }
+    }
+
+    fn spans(reader: fn(&[u8], &mut Spans) -> bool, body: &str, name: &str) -> Option<String> {
+        let mut spans = Spans::new();
+        reader(body.as_bytes(), &mut spans)
+            .then(|| spans.get(name).map(|(s, e)| body[s..e].to_string()))
+            .flatten()
+    }
+
+    #[test]
+    fn the_device_list_ends_where_the_shortest_tail_before_oob_begins() {
+        let line = "NET/IB : Using [0]mlx5_0:1/IB  [RO]; OOB ib0:10.0.0.1<0>";
+        assert_eq!(
+            spans(net_ib, line, "devices").as_deref(),
+            Some("[0]mlx5_0:1/IB ")
+        );
+        assert_eq!(spans(net_ib, line, "relaxed").as_deref(), Some("[RO]"));
+    }
+
+    #[test]
+    fn a_comm_init_line_in_a_form_it_does_not_know_is_left_to_the_regex() {
+        let known = "ncclCommSplit comm 0x77 rank 1 nranks 2 cudaDev 1 parent 0x55 splitCount 1 color -7 key 1- Init START";
+        assert_eq!(spans(comm_init, known, "color").as_deref(), Some("-7"));
+        for odd in [
+            "nccl comm 0x77 rank 1 nranks 2 cudaDev 1 - Init START",
+            "comm 0x77 rank 1 nranks 2 cudaDev 1 parent 0x55- Init START",
+            "comm 0x77 rank 1 nranks 2 cudaDev 1  - Init START",
+        ] {
+            assert_eq!(spans(comm_init, odd, "comm"), None, "{odd}");
+        }
+    }
+}
