@@ -69,8 +69,8 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
 /// Reads a writer prefix (NCCL, c10, glog, Python logging) into `f`; returns
 /// its length (0 when there is none).
 fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
-    if let Some(p) = nccl::parse_prefix(s) {
-        f.who.host = Some(shared_host(p.host));
+    if let Some(p) = nccl_writer(s) {
+        f.who.host = Some(p.host);
         f.who.pid = Some(p.pid);
         f.who.tid = Some(p.tid);
         f.level = Some(p.level);
@@ -162,21 +162,51 @@ fn lossy(b: &[u8]) -> Sym {
     Sym::new(&String::from_utf8_lossy(b))
 }
 
-thread_local! {
-    /// The host of the last NCCL prefix this thread read, and its copy.
-    static LAST_HOST: RefCell<Option<(Vec<u8>, Sym)>> = const { RefCell::new(None) };
+/// An NCCL prefix as the frame keeps it.
+#[derive(Clone)]
+struct NcclWriter {
+    host: Sym,
+    pid: u32,
+    tid: u32,
+    level: Level,
+    len: usize,
 }
 
-/// The host of an NCCL prefix: consecutive lines of one file name the same
-/// host, so they share one copy instead of one allocation each.
-fn shared_host(raw: &[u8]) -> Sym {
-    LAST_HOST.with_borrow_mut(|last| match last {
-        Some((bytes, sym)) if bytes.as_slice() == raw => sym.clone(),
-        _ => {
-            let sym = lossy(raw);
-            *last = Some((raw.to_vec(), sym.clone()));
-            sym
+thread_local! {
+    /// The last NCCL prefix this thread read, its bytes and what it gave.
+    static LAST_NCCL: RefCell<Option<(Vec<u8>, NcclWriter)>> = const { RefCell::new(None) };
+}
+
+/// Reads an NCCL prefix at the start of `s`. Consecutive lines of one file
+/// mostly start with the same prefix bytes, and what the prefix parser
+/// gives depends on those bytes alone (it stops at the message), so a line
+/// that starts with the last prefix's bytes takes its reading (and shares
+/// its host name instead of a copy per line).
+fn nccl_writer(s: &[u8]) -> Option<NcclWriter> {
+    LAST_NCCL.with_borrow_mut(|last| {
+        if let Some((bytes, writer)) = last.as_ref()
+            && s.starts_with(bytes)
+        {
+            return Some(writer.clone());
         }
+        let p = nccl::parse_prefix(s)?;
+        let host = match last.as_ref() {
+            Some((bytes, writer))
+                if bytes.starts_with(p.host) && bytes.get(p.host.len()) == Some(&b':') =>
+            {
+                writer.host.clone()
+            }
+            _ => lossy(p.host),
+        };
+        let writer = NcclWriter {
+            host,
+            pid: p.pid,
+            tid: p.tid,
+            level: p.level,
+            len: p.len,
+        };
+        *last = Some((s[..p.len].to_vec(), writer.clone()));
+        Some(writer)
     })
 }
 
@@ -186,6 +216,24 @@ mod tests {
 
     fn plain(line: &[u8]) -> Frame<'_> {
         frame(line, &LauncherStyle::default())
+    }
+
+    #[test]
+    fn a_line_that_starts_with_the_last_prefix_reads_as_if_read_afresh() {
+        let lines: [&[u8]; 7] = [
+            b"node1:7:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via P2P",
+            b"node1:7:9 [0] NCCL INFO Connected all rings",
+            b"node1:7:9 [0] NCCL WARN NET/IB : Got completion",
+            b"node1:7:99 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] via P2P",
+            b"node1:7:9 [0] NCCL INFO ",
+            b"node12:7:9 [0] NCCL INFO Connected all trees",
+            b"node1:7:9 [0] NCCL INFOx",
+        ];
+        for line in lines.iter().chain(lines.iter().rev()) {
+            let remembered = plain(line);
+            LAST_NCCL.set(None);
+            assert_eq!(remembered, plain(line), "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]

@@ -327,9 +327,12 @@ impl<'a> Scanner<'a> {
     /// Reads lines one by one from `from`, each first offered to the
     /// accelerators, until `HOT_PATIENCE` lines in a row were not theirs.
     fn scan_hot(&mut self, data: &[u8], mut from: usize, mut line_no: u64) -> (usize, u64) {
+        // One list for every line of the run: it is a few hundred bytes,
+        // and setting it up per line showed in profiles.
+        let mut fields = FieldList::new();
         while from < data.len() && self.hot_lines_left > 0 {
             let end = memchr::memchr(b'\n', &data[from..]).map_or(data.len(), |p| from + p);
-            if self.hot_line(&data[from..end], line_no) {
+            if self.hot_line(&data[from..end], line_no, &mut fields) {
                 self.hot_lines_left = HOT_PATIENCE;
             } else {
                 self.hot_lines_left -= 1;
@@ -367,19 +370,15 @@ impl<'a> Scanner<'a> {
 
     /// Offers a line to the accelerators before any literal scan; a line
     /// they do not read takes the full path. `true` when one read it.
-    fn hot_line(&mut self, raw: &[u8], line_no: u64) -> bool {
+    fn hot_line<'d>(&mut self, raw: &'d [u8], line_no: u64, fields: &mut FieldList<'d>) -> bool {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         // An accelerator's answer stands for the literal scan's only where
         // the text it read is the line's own (not rebuilt by unpasting).
         if let Cow::Borrowed(clean) = unpaste(line) {
             let framed = frame(clean, &self.profile.launcher);
             let body_start = clean.len() - framed.body.len();
-            let mut fields = FieldList::new();
-            if let Some(pattern) = self
-                .grammar
-                .accelerated_match(clean, body_start, &mut fields)
-            {
-                self.record(pattern, LineFields::Listed(&fields), framed, line, line_no);
+            if let Some(pattern) = self.grammar.accelerated_match(clean, body_start, fields) {
+                self.record(pattern, LineFields::Listed(fields), framed, line, line_no);
                 return true;
             }
         }

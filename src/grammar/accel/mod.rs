@@ -72,6 +72,11 @@ impl Spans {
         }
     }
 
+    /// Forgets every group found.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// Records where group `name` matched; `None` when there is no room
     /// (the accelerator then declines).
     pub fn set(&mut self, name: &'static str, at: Range<usize>) -> Option<()> {

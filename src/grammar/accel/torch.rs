@@ -99,16 +99,30 @@ fn rank_tag_before(body: &[u8], at: usize) -> Option<Range<usize>> {
 
 /// `[PG 0 (default_pg) Rank 12] Process group watchdog thread terminated
 /// with exception: …` (`torch.watchdog_exception`, torch 2.1+ and the
-/// `[Rank N] NCCL watchdog …` form before), read from the start of the
-/// message; then the work item, CUDA error and NCCL error in the reason,
-/// each the first that stands after the one before, as the regex's lazy
-/// optional parts find them.
+/// `[Rank N] NCCL watchdog …` form before); then the work item, CUDA error
+/// and NCCL error in the reason, each the first that stands after the one
+/// before, as the regex's lazy optional parts find them.
 pub(super) fn watchdog_exception(body: &[u8], spans: &mut Spans) -> bool {
     body.is_ascii() && read_watchdog_exception(body, spans).is_some()
 }
 
+/// The leftmost match: the message may follow other text (`what():  [PG 0
+/// Rank 3] …`), so each place before the first report where the tags or
+/// the report can begin is tried in turn. Reading from a place fails only
+/// where no match starts there (an optional tag is taken wherever its
+/// opening stands, and without it nothing else could match there).
 fn read_watchdog_exception(body: &[u8], spans: &mut Spans) -> Option<()> {
+    const TERMINATED: &[u8] = b" watchdog thread terminated with exception: ";
+    let first = memmem::find(body, TERMINATED)?;
+    memchr::memchr3_iter(b'[', b'N', b'P', &body[..first]).find_map(|start| {
+        spans.clear();
+        read_watchdog_exception_at(body, start, spans)
+    })
+}
+
+fn read_watchdog_exception_at(body: &[u8], start: usize, spans: &mut Spans) -> Option<()> {
     let mut r = Reader::new(body);
+    r.at = start;
     if r.eat(b"[PG ") {
         read_pg_tag(&mut r, spans)?;
     }
@@ -320,5 +334,16 @@ mod tests {
         assert!(got.contains(&("rank_in_pg", "5")) && got.contains(&("op", "ALLREDUCE")));
         let unknown = known.replace("NumelOut=8,", "NumelOut=8, Extra=1,");
         assert_eq!(read(watchdog_timeout, &unknown), None);
+    }
+
+    #[test]
+    fn a_report_after_other_text_is_read_where_the_regex_finds_it() {
+        let body = "what():  [PG 0 Rank 2481] Process group watchdog thread terminated with exception: [Rank 2481] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1496, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600194 milliseconds before timing out.";
+        let mut spans = Spans::new();
+        assert!(watchdog_exception(body.as_bytes(), &mut spans));
+        let text = |name| spans.get(name).map(|(s, e)| &body[s..e]);
+        assert_eq!(text("pg_rank"), Some("2481"));
+        assert_eq!(text("seq"), Some("1496"));
+        assert_eq!(text("rank_in_pg"), None);
     }
 }
