@@ -302,7 +302,13 @@ fn put_len(buf: &mut Vec<u8>, len: usize) {
 
 /// Appends `n` as LEB128 (one byte below 128): how lengths and integers
 /// are packed, and a compact self-delimiting form for keys built elsewhere.
+#[inline]
 pub fn put_varint(buf: &mut Vec<u8>, n: u64) {
+    // Lengths and small numbers, nearly all, take one byte.
+    if n < 0x80 {
+        buf.push(n as u8);
+        return;
+    }
     let mut bytes = [0u8; MAX_VARINT];
     let len = varint_into(n, &mut bytes);
     buf.extend_from_slice(&bytes[..len]);

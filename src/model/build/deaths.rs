@@ -7,7 +7,9 @@
 //! SIGTERM to survivors): such a rank is a victim. Which exception types and
 //! messages mean that is data (`grammars/knowledge.toml`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use rayon::prelude::*;
 
 use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RankInfo, RawTime};
 
@@ -34,19 +36,29 @@ impl ConsequenceRules {
 }
 
 pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
-    let mut deaths = Vec::new();
-    for (idx, ev) in job.events.iter().enumerate() {
-        let death = match ev.kind {
-            EventKind::PythonException => python_exception(ev, idx, rules),
-            EventKind::WorkerFailed => worker_failed(job, ev, idx),
-            EventKind::ProcessSignaled => process_signaled(ev, idx, rules),
-            EventKind::TaskExited => task_exited(job, ev, idx),
-            EventKind::ClosingSignal => closing_signal(job, ev, idx),
-            _ => None,
-        };
-        deaths.extend(death);
-    }
-    deaths.extend(child_failed_blocks(job));
+    // Each event is read alone: in parallel, in their order, beside the
+    // launcher's blocks.
+    let job_read: &Job = job;
+    let index = RankIndex::of(job_read);
+    let (mut deaths, blocks) = rayon::join(
+        || {
+            job_read
+                .events
+                .par_iter()
+                .enumerate()
+                .filter_map(|(idx, ev)| match ev.kind {
+                    EventKind::PythonException => python_exception(ev, idx, rules),
+                    EventKind::WorkerFailed => worker_failed(job_read, &index, ev, idx),
+                    EventKind::ProcessSignaled => process_signaled(ev, idx, rules),
+                    EventKind::TaskExited => task_exited(&index, ev, idx),
+                    EventKind::ClosingSignal => closing_signal(&index, ev, idx),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        },
+        || child_failed_blocks(job_read),
+    );
+    deaths.extend(blocks);
     // A launcher's report may be all a rank left: it still names its host.
     for d in &deaths {
         if let (Some(rank), Some(host)) = (d.rank, &d.host) {
@@ -90,22 +102,69 @@ fn python_exception(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
     Some(d)
 }
 
+/// The ranks the launcher's lines name by host and pid or local rank, each
+/// the lowest rank that fits (as a search of the ranks in order would find):
+/// looked up once per line, not searched (thousands of workers stopped).
+struct RankIndex<'a> {
+    by_host_pid: BTreeMap<(&'a str, u32), u32>,
+    by_pid: BTreeMap<u32, u32>,
+    by_host_local: BTreeMap<(&'a str, u32), u32>,
+    /// Launcher task ids are the global ranks (`srun --label` with one task
+    /// per rank).
+    task_ranks: bool,
+}
+
+impl<'a> RankIndex<'a> {
+    fn of(job: &'a Job) -> RankIndex<'a> {
+        let mut index = RankIndex {
+            by_host_pid: BTreeMap::new(),
+            by_pid: BTreeMap::new(),
+            by_host_local: BTreeMap::new(),
+            task_ranks: job
+                .events
+                .iter()
+                .any(|e| e.who.task.is_some() && e.who.task == e.who.rank),
+        };
+        for r in job.ranks.values() {
+            if let Some(pid) = r.pid {
+                index.by_pid.entry(pid).or_insert(r.rank);
+            }
+            let Some(host) = r.host.as_deref() else {
+                continue;
+            };
+            if let Some(pid) = r.pid {
+                index.by_host_pid.entry((host, pid)).or_insert(r.rank);
+            }
+            if let Some(local) = r.local_rank {
+                index.by_host_local.entry((host, local)).or_insert(r.rank);
+            }
+        }
+        index
+    }
+
+    /// The lowest rank with `pid` (on `host`, where one is given).
+    fn by_pid(&self, host: Option<&str>, pid: u32) -> Option<u32> {
+        match host {
+            Some(host) => self.by_host_pid.get(&(host, pid)).copied(),
+            None => self.by_pid.get(&pid).copied(),
+        }
+    }
+}
+
 /// The torchrun agent names the worker by local rank and pid, on its own host.
-fn worker_failed(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+fn worker_failed(job: &Job, index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death> {
     let exitcode = ev.int("exitcode");
     let pid = ev.int("worker_pid").map(|p| p as u32);
     let local = ev.int("worker_local_rank").map(|l| l as u32);
     let host = ev.who.host.as_deref().map(short_host);
-    let rank = job
-        .ranks
-        .values()
-        .find(|r| {
-            let same_host = host.is_none() || r.host.as_deref() == host;
-            same_host
-                && ((pid.is_some() && r.pid == pid)
-                    || (host.is_some() && local.is_some() && r.local_rank == local))
-        })
-        .map(|r| r.rank)
+    let by_pid = pid.and_then(|pid| index.by_pid(host, pid));
+    let by_local = host
+        .zip(local)
+        .and_then(|key| index.by_host_local.get(&key).copied());
+    let rank = by_pid
+        .into_iter()
+        .chain(by_local)
+        .min()
         // One node and nothing else to go by: local ranks are global ranks.
         .or(local.filter(|_| job.hosts.len() <= 1 && host_count_from_agents(job) <= 1));
     let mut d = death(
@@ -161,17 +220,13 @@ fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
 
 /// The torchrun agent stopping the surviving workers after one failed: these
 /// ranks are victims by definition.
-fn closing_signal(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+fn closing_signal(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death> {
     let pid = ev
         .int("worker_pid")
         .or(ev.int("worker_pid2"))
         .map(|p| p as u32)?;
     let host = ev.who.host.as_deref().map(short_host);
-    let rank = job
-        .ranks
-        .values()
-        .find(|r| r.pid == Some(pid) && (host.is_none() || r.host.as_deref() == host))?
-        .rank;
+    let rank = index.by_pid(host, pid)?;
     let signal = ev.text_field("signal").unwrap_or("SIGTERM").to_string();
     let mut d = death(
         ev,
@@ -189,7 +244,7 @@ fn closing_signal(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
 
 /// `srun: error: node07: tasks 8-15: Aborted (core dumped)`: task ids are
 /// ranks only with one task per rank, which the identity stage decided.
-fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
+fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death> {
     let what = ev.text_field("what")?;
     let signal = if what.contains("Aborted") {
         Some("SIGABRT")
@@ -203,11 +258,7 @@ fn task_exited(job: &Job, ev: &Event, idx: EventIdx) -> Option<Death> {
         None
     };
     let tasks = expand_ranges(ev.text_field("tasks")?);
-    let task_ranks = job
-        .events
-        .iter()
-        .any(|e| e.who.task.is_some() && e.who.task == e.who.rank);
-    if !task_ranks || tasks.len() != 1 {
+    if !index.task_ranks || tasks.len() != 1 {
         return None;
     }
     let mut d = death(
@@ -381,6 +432,26 @@ fn expand_ranges(s: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launcher_line_names_the_lowest_rank_its_pid_or_local_rank_fits() {
+        let mut job = Job::with_ranks_on(&[(3, "n1"), (5, "n1"), (9, "n2"), (12, "n1")]);
+        let mut set = |rank: u32, pid: u32, local: u32| {
+            let info = job.ranks.get_mut(&rank).unwrap();
+            info.pid = Some(pid);
+            info.local_rank = Some(local);
+        };
+        set(3, 100, 0);
+        set(5, 200, 1);
+        set(9, 200, 1);
+        set(12, 300, 1);
+        let index = RankIndex::of(&job);
+        assert_eq!(index.by_pid(Some("n1"), 200), Some(5));
+        assert_eq!(index.by_pid(Some("n2"), 200), Some(9));
+        assert_eq!(index.by_pid(None, 200), Some(5), "any host: the lowest");
+        assert_eq!(index.by_pid(Some("n2"), 300), None);
+        assert_eq!(index.by_host_local.get(&("n1", 1)), Some(&5));
+    }
 
     #[test]
     fn slurm_task_ranges_expand() {

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -39,10 +40,12 @@ pub fn collect(job: &mut Job) {
     harvest_names(job, &hosts, &mut map);
     names_from_nccl(job, &mut map);
     let by_host = ranks_by_host(job);
-    for (idx, host) in &hosts {
-        let place = place_event(job, &map, &by_host, *idx, host.clone());
-        map.places.insert(*idx, place);
-    }
+    // Each kernel line is placed alone: in parallel (thousands of hosts).
+    let places: Vec<(EventIdx, KernelPlace)> = hosts
+        .into_par_iter()
+        .map(|(idx, host)| (idx, place_event(job, &map, &by_host, idx, host)))
+        .collect();
+    map.places.extend(places);
     job.kernel = map;
     add_deaths(job);
 }
