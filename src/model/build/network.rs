@@ -1,10 +1,10 @@
 //! Hosts, addresses, NICs and the network links between ranks.
 
 use regex::Regex;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-use crate::model::{EventKind, Job, NetLink, NicInfo, PeerLink};
+use crate::model::{EventKind, HostInfo, Job, NetLink, NicInfo, PeerLink};
 
 /// One HCA in NCCL's `NET/IB : Using` list: ` [1]mlx5_3:1/IB` or, 2.23+ merged,
 /// ` [0] mlx5_0:1/IB` inside `[0]={…}`; 2.30 may add `:rail` / `::plane`.
@@ -17,6 +17,9 @@ static SOCKET_IFACE: LazyLock<Regex> =
 
 pub fn collect(job: &mut Job, links: &[PeerLink]) {
     add_links(job, links);
+    // Every rank prints its HCA list, and the ranks of a host (often of the
+    // whole job) print the same one: each distinct list is read once.
+    let mut device_lists: HashMap<String, Vec<IbDevice>> = HashMap::new();
     for i in 0..job.events.len() {
         let ev = &job.events[i];
         // A shared name: cloning it costs a count, not a copy.
@@ -30,11 +33,15 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
             }
             EventKind::NcclNetIb => {
                 let oob_ip = ev.text_field("oob_ip").map(str::to_string);
-                let devices = ev.text_field("devices").unwrap_or("").to_string();
+                let listed = ev.text_field("devices").unwrap_or("");
+                if !device_lists.contains_key(listed) {
+                    device_lists.insert(listed.to_string(), ib_devices(listed));
+                }
+                let devices = &device_lists[listed];
                 if let (Some(h), Some(ip)) = (host.as_deref(), oob_ip) {
                     add_addr(job, h, &ip);
                 }
-                add_ib_devices(job, host.as_deref(), rank, &devices);
+                add_ib_devices(job, host.as_deref(), rank, devices);
             }
             EventKind::NcclNetSocket => {
                 let Some(h) = host else { continue };
@@ -59,40 +66,63 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
 
 fn add_addr(job: &mut Job, host: &str, addr: &str) {
     let addr = addr.split('%').next().unwrap_or(addr);
-    job.hosts
-        .entry(host.to_string())
-        .or_default()
-        .ips
-        .insert(addr.to_string());
-    job.addr_hosts
-        .entry(addr.to_string())
-        .or_insert_with(|| host.to_string());
+    let ips = &mut host_entry(job, host).ips;
+    if !ips.contains(addr) {
+        ips.insert(addr.to_string());
+    }
+    if !job.addr_hosts.contains_key(addr) {
+        job.addr_hosts.insert(addr.to_string(), host.to_string());
+    }
 }
 
-fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices: &str) {
-    let mut listed = Vec::new();
-    for c in IB_DEVICE.captures_iter(devices) {
-        let port = c["port"].parse().ok();
-        listed.push((c["hca"].to_string(), port));
-        if let Some(h) = host {
-            let nic = job
-                .hosts
-                .entry(h.to_string())
-                .or_default()
-                .nics
-                .entry(c["hca"].to_string())
-                .or_default();
-            *nic = NicInfo {
-                port,
-                link_layer: Some(c["ll"].to_string()),
+/// One HCA of a `NET/IB : Using` list.
+struct IbDevice {
+    hca: String,
+    port: Option<u32>,
+    link_layer: String,
+}
+
+fn ib_devices(listed: &str) -> Vec<IbDevice> {
+    IB_DEVICE
+        .captures_iter(listed)
+        .map(|c| IbDevice {
+            hca: c["hca"].to_string(),
+            port: c["port"].parse().ok(),
+            link_layer: c["ll"].to_string(),
+        })
+        .collect()
+}
+
+fn add_ib_devices(job: &mut Job, host: Option<&str>, rank: Option<u32>, devices: &[IbDevice]) {
+    if let Some(h) = host {
+        let nics = &mut host_entry(job, h).nics;
+        for d in devices {
+            let nic = NicInfo {
+                port: d.port,
+                link_layer: Some(d.link_layer.clone()),
             };
+            match nics.get_mut(&d.hca) {
+                Some(known) => *known = nic,
+                None => {
+                    nics.insert(d.hca.clone(), nic);
+                }
+            }
         }
     }
     if let Some(info) = rank.and_then(|r| job.ranks.get_mut(&r))
         && info.nics_listed.is_empty()
     {
-        info.nics_listed = listed;
+        info.nics_listed = devices.iter().map(|d| (d.hca.clone(), d.port)).collect();
     }
+}
+
+/// The host's entry, made if it is new (without a copy of the name when it
+/// is not).
+fn host_entry<'j>(job: &'j mut Job, host: &str) -> &'j mut HostInfo {
+    if !job.hosts.contains_key(host) {
+        job.hosts.insert(host.to_string(), HostInfo::default());
+    }
+    job.hosts.get_mut(host).expect("just inserted")
 }
 
 /// `Channel … : a[..] -> b[..] [send] via NET/IB/1` lines: rank a sends to b;
