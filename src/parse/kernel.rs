@@ -215,6 +215,9 @@ fn bare_kernel_tag(s: &[u8]) -> Option<KernelPrefix<'_>> {
 /// A syslog facility name (`kern`, `daemon`, `local0` …). A `match` on the
 /// bytes: this runs on the first word of every line that starts with a
 /// letter, and a list search called `memcmp` per name.
+/// The length of the longest facility name (`authpriv`).
+const LONGEST_FACILITY: usize = 8;
+
 fn is_facility(word: &[u8]) -> bool {
     matches!(
         word,
@@ -253,7 +256,13 @@ const LEVEL_WORDS: &[(&[u8], Level)] = &[
 
 /// `dmesg -x`: `kern  :warn  : ` (each word padded to 6, then ` :`).
 fn decoded_level(s: &[u8]) -> Option<KernelPrefix<'_>> {
-    let fac = word(s);
+    // No facility name is longer than `authpriv`: a longer first word (every
+    // NCCL line's `host:pid:tid`) is not read to its end.
+    let fac = s
+        .iter()
+        .take(LONGEST_FACILITY + 1)
+        .take_while(|b| !b.is_ascii_whitespace())
+        .count();
     if !is_facility(&s[..fac]) {
         return None;
     }
@@ -499,6 +508,9 @@ mod tests {
         assert_eq!(p.level, Some(Level::Warn));
         assert_eq!(rest(line, &p), b"[  408.372201] x");
         assert_eq!(piece(b"kern  :err   : y").level, Some(Level::Error));
+        // The longest facility name is read whole; a longer word is none.
+        assert_eq!(piece(b"authpriv:info  : y").level, Some(Level::Info));
+        assert!(prefix(b"authprivx:info  : y").is_none());
         assert!(prefix(b"worker-1: x").is_none());
     }
 
