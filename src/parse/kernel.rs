@@ -256,13 +256,11 @@ const LEVEL_WORDS: &[(&[u8], Level)] = &[
 
 /// `dmesg -x`: `kern  :warn  : ` (each word padded to 6, then ` :`).
 fn decoded_level(s: &[u8]) -> Option<KernelPrefix<'_>> {
-    // No facility name is longer than `authpriv`: a longer first word (every
-    // NCCL line's `host:pid:tid`) is not read to its end.
-    let fac = s
-        .iter()
-        .take(LONGEST_FACILITY + 1)
-        .take_while(|b| !b.is_ascii_whitespace())
-        .count();
+    // Each name is padded to six and followed by `:`, so a name of six or
+    // more (`daemon:info  :`, `kern  :notice:`) meets its colon. No facility
+    // name is longer than `authpriv`: a longer first word (every NCCL
+    // line's `host:pid:tid`) is not read to its end.
+    let fac = padded_name(s, LONGEST_FACILITY + 1);
     if !is_facility(&s[..fac]) {
         return None;
     }
@@ -271,7 +269,7 @@ fn decoded_level(s: &[u8]) -> Option<KernelPrefix<'_>> {
         return None;
     }
     i += 1;
-    let lw = word(&s[i..]);
+    let lw = padded_name(&s[i..], 256);
     let level = LEVEL_WORDS
         .iter()
         .find(|(w, _)| *w == &s[i..i + lw])
@@ -419,6 +417,15 @@ fn syslog_tag(s: &[u8]) -> Option<usize> {
 }
 
 /// Length of the leading run of non-space bytes.
+/// The length of a `dmesg -x` name at the start of `s` (up to a space or
+/// its colon), looking at no more than `max` bytes.
+fn padded_name(s: &[u8], max: usize) -> usize {
+    s.iter()
+        .take(max)
+        .take_while(|&&b| !b.is_ascii_whitespace() && b != b':')
+        .count()
+}
+
 fn word(s: &[u8]) -> usize {
     s.iter()
         .take(256)
@@ -508,7 +515,10 @@ mod tests {
         assert_eq!(p.level, Some(Level::Warn));
         assert_eq!(rest(line, &p), b"[  408.372201] x");
         assert_eq!(piece(b"kern  :err   : y").level, Some(Level::Error));
-        // The longest facility name is read whole; a longer word is none.
+        // Names of six or more meet their colon (util-linux `%-6s:`); the
+        // longest facility name is read whole, a longer word is none.
+        assert_eq!(piece(b"daemon:info  : y").level, Some(Level::Info));
+        assert_eq!(piece(b"kern  :notice: y").level, Some(Level::Info));
         assert_eq!(piece(b"authpriv:info  : y").level, Some(Level::Info));
         assert!(prefix(b"authprivx:info  : y").is_none());
         assert!(prefix(b"worker-1: x").is_none());
