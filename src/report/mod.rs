@@ -56,6 +56,9 @@ pub fn write_reports(
     let json_text = json::to_string(&doc);
     let json_path = dir.join("report.json");
     write_file(&json_path, &json_text)?;
+    // Memory peaks here at scale (the job, the document and the page): the
+    // written text is not needed again.
+    drop(json_text);
     let html = if json_only {
         None
     } else {
