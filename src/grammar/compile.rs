@@ -189,10 +189,10 @@ impl Grammar {
     }
 
     /// What [`Grammar::match_line`] answers for `line` when an accelerator
-    /// of lines that come in runs reads it, without the literal scan: the
-    /// accelerated patterns are tried first, and an accelerator answers
-    /// only on lines holding its pattern's literal (so the pattern is a
-    /// candidate). `None` when none answers, or when one declines on a line
+    /// of lines that come in runs reads it, without the literal scan: those
+    /// patterns are tried before all others, and such an accelerator
+    /// answers only on lines holding its pattern's literal (so the pattern
+    /// is a candidate). `None` when none answers, or when one declines on a line
     /// holding its literal, since its regex might still match: the caller
     /// then takes the full path.
     ///
@@ -358,18 +358,18 @@ fn compile_pattern(
             "needs at least one non-empty literal for the prefilter".into(),
         ));
     }
-    if spec.accelerator.is_some() && spec.fallback {
-        return Err(fail(
-            "a fallback pattern cannot have an accelerator (accelerated patterns are tried first)"
-                .into(),
-        ));
-    }
     let accelerator = match &spec.accelerator {
         Some(name) => Some(
             accel::by_name(name).ok_or_else(|| fail(format!("unknown accelerator `{name}`")))?,
         ),
         None => None,
     };
+    if spec.fallback && matches!(accelerator, Some(Accelerator::Fields(_))) {
+        return Err(fail(
+            "a fallback pattern cannot have an accelerator that reads runs of lines (those patterns are tried first)"
+                .into(),
+        ));
+    }
     let regex = Regex::new(&spec.regex).map_err(|source| GrammarError::Regex {
         file: file.into(),
         id: spec.id.clone(),
@@ -574,7 +574,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fallback_pattern_with_an_accelerator_is_refused() {
+    fn a_fallback_pattern_with_a_reader_of_runs_is_refused() {
         let spec = r#"id = "t.channel"
 title = "t"
 event = "nccl_channel"
@@ -590,5 +590,8 @@ accelerator = "nccl_channel"
         );
         let ok = spec.replace("fallback = true\n", "");
         assert!(grammar_of(&ok).is_ok());
+        // Other accelerators answer in their pattern's place, fallback or not.
+        let spans = spec.replace("\"nccl_channel\"\n", "\"nccl_trees\"\n");
+        assert!(grammar_of(&spans).is_ok());
     }
 }

@@ -325,7 +325,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Reads lines one by one from `from`, each first offered to the
-    /// accelerators, until `HOT_PATIENCE` lines in a row were not theirs.
+    /// readers of runs, until `HOT_PATIENCE` lines in a row were not theirs.
     fn scan_hot(&mut self, data: &[u8], mut from: usize, mut line_no: u64) -> (usize, u64) {
         // One list for every line of the run: it is a few hundred bytes,
         // and setting it up per line showed in profiles.
@@ -368,8 +368,9 @@ impl<'a> Scanner<'a> {
         m.accelerated && m.pattern.reads_runs()
     }
 
-    /// Offers a line to the accelerators before any literal scan; a line
-    /// they do not read takes the full path. `true` when one read it.
+    /// Offers a line to the readers of runs of lines before any literal
+    /// scan; a line they do not read takes the full path. `true` when one
+    /// read it.
     fn hot_line<'d>(&mut self, raw: &'d [u8], line_no: u64, fields: &mut FieldList<'d>) -> bool {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         // An accelerator's answer stands for the literal scan's only where
