@@ -138,12 +138,11 @@ fn read_comm_init(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
         spans.set("api", api)?;
     }
     r.expect(b"comm ")?;
-    let comm = if r.rest().starts_with(b"(nil)") {
-        r.at..r.at + 5
+    let comm = if r.eat(b"(nil)") {
+        r.at - 5..r.at
     } else {
         hex_number(r)?
     };
-    r.at = comm.end;
     spans.set("comm", comm)?;
     keyword_digits(r, spans, b" rank ", "rank")?;
     keyword_digits(r, spans, b" nranks ", "nranks")?;
@@ -170,7 +169,6 @@ fn read_comm_init(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
     }
     if r.eat(b" commId ") {
         let id = hex_number(r)?;
-        r.at = id.end;
         spans.set("comm_id", id)?;
     }
     if r.rest().first().is_some_and(|&b| is_space(b)) {
@@ -184,12 +182,18 @@ fn read_comm_init(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
     spans.set("phase", start..r.at)
 }
 
-/// `0x` and at least one hex digit from the reader's place, where it lies
-/// (the reader does not move).
-fn hex_number(r: &Reader<'_>) -> Option<Range<usize>> {
-    let digits = r.rest().strip_prefix(b"0x")?;
-    let len = digits.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    (len > 0).then(|| r.at..r.at + 2 + len)
+/// `0x` and at least one hex digit, where they lie (the reader moves past
+/// them only when they are there).
+fn hex_number(r: &mut Reader<'_>) -> Option<Range<usize>> {
+    let start = r.at;
+    r.expect(b"0x")?;
+    match r.span1(|b| b.is_ascii_hexdigit()) {
+        Some(digits) => Some(start..digits.end),
+        None => {
+            r.at = start;
+            None
+        }
+    }
 }
 
 /// `keyword` then `\d+`, the digits recorded as group `name`.
@@ -213,7 +217,6 @@ pub(super) fn comm_layout(body: &[u8], spans: &mut Spans) -> bool {
 fn read_comm_layout(r: &mut Reader<'_>, spans: &mut Spans) -> Option<()> {
     r.expect(b"comm ")?;
     let comm = hex_number(r)?;
-    r.at = comm.end;
     spans.set("comm", comm)?;
     keyword_digits(r, spans, b" rank ", "rank")?;
     keyword_digits(r, spans, b" nRanks ", "nranks")?;

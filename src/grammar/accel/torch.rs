@@ -43,29 +43,26 @@ fn read_watchdog_timeout(body: &[u8], spans: &mut Spans) -> Option<()> {
     let op = r.span1(is_word)?;
     spans.set("op", op)?;
     for (key, name) in [(&b"NumelIn="[..], "numel_in"), (b"NumelOut=", "numel_out")] {
-        let before = r.at;
-        if !comma_then(&mut r, b"Numel") {
-            r.at = before;
+        if comma_then(&mut r, key) {
+            let numel = r.digits()?;
+            spans.set(name, numel)?;
+        } else if comma_then(&mut r, b"Numel") {
+            // Any other spelling is the regex's to read.
+            return None;
+        } else {
             break;
         }
-        r.at -= b"Numel".len();
-        // Any other spelling is the regex's to read.
-        r.expect(key)?;
-        let numel = r.digits()?;
-        spans.set(name, numel)?;
     }
     comma_then(&mut r, b"Timeout(ms)=").then_some(())?;
     let timeout = r.digits()?;
     r.expect(b")")?;
     spans.set("timeout_ms", timeout)?;
     r.skip_spaces();
-    if r.eat(b"ran for ") {
-        let elapsed = r.digits();
-        if let Some(elapsed) = elapsed
-            && r.eat(b" milliseconds before timing out")
-        {
-            spans.set("elapsed_ms", elapsed)?;
-        }
+    if r.eat(b"ran for ")
+        && let Some(elapsed) = r.digits()
+        && r.eat(b" milliseconds before timing out")
+    {
+        spans.set("elapsed_ms", elapsed)?;
     }
     Some(())
 }
