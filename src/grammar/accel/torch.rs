@@ -111,11 +111,19 @@ pub(super) fn watchdog_exception(body: &[u8], spans: &mut Spans) -> bool {
 fn read_watchdog_exception(body: &[u8], spans: &mut Spans) -> Option<()> {
     const TERMINATED: &[u8] = b" watchdog thread terminated with exception: ";
     let first = memmem::find(body, TERMINATED)?;
-    memchr::memchr3_iter(b'[', b'N', b'P', &body[..first]).find_map(|start| {
-        spans.clear();
-        read_watchdog_exception_at(body, start, spans)
-    })
+    // A try may read to the end of the line, so only the first few places
+    // are tried: a line with more (real ones have about five) is left to
+    // the regex, whose time stays linear however the line looks.
+    memchr::memchr3_iter(b'[', b'N', b'P', &body[..first])
+        .take(MAX_STARTS)
+        .find_map(|start| {
+            spans.clear();
+            read_watchdog_exception_at(body, start, spans)
+        })
 }
+
+/// Places where a watchdog exception report may begin that are tried.
+const MAX_STARTS: usize = 16;
 
 fn read_watchdog_exception_at(body: &[u8], start: usize, spans: &mut Spans) -> Option<()> {
     let mut r = Reader::new(body);
@@ -342,5 +350,16 @@ mod tests {
         assert_eq!(text("pg_rank"), Some("2481"));
         assert_eq!(text("seq"), Some("1496"));
         assert_eq!(text("rank_in_pg"), None);
+    }
+
+    #[test]
+    fn a_line_with_many_places_a_report_could_begin_is_left_to_the_regex() {
+        let tags = "[PG 0 (x".repeat(MAX_STARTS);
+        let line =
+            format!("{tags} [PG 0 Rank 3] NCCL watchdog thread terminated with exception: boom");
+        let mut spans = Spans::new();
+        assert!(!watchdog_exception(line.as_bytes(), &mut spans));
+        let few = line.replacen("[PG 0 (x", "", MAX_STARTS);
+        assert!(watchdog_exception(few.as_bytes(), &mut spans));
     }
 }
