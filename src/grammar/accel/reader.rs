@@ -10,6 +10,10 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    pub(super) fn new(s: &'a [u8]) -> Reader<'a> {
+        Reader { s, at: 0 }
+    }
+
     pub(super) fn rest(&self) -> &'a [u8] {
         &self.s[self.at..]
     }
@@ -58,10 +62,6 @@ impl<'a> Reader<'a> {
         })?;
         self.at += len;
         Some(value)
-    }
-
-    pub(super) fn new(s: &'a [u8]) -> Reader<'a> {
-        Reader { s, at: 0 }
     }
 
     /// The longest run of bytes `keep` accepts, where it lies (the body is
