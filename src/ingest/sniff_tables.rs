@@ -119,13 +119,13 @@ fn without_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
     {
         return Some(TableKind::RdmaStatistic);
     }
-    let sysfs_paths = lines.iter().filter(|l| is_sysfs_path_line(l)).count();
-    if sysfs_paths > 0
-        && fits_share(
-            lines,
-            |l| fits(TableKind::SysfsCounters, l),
-            FIT_WITHOUT_HEADER,
-        )
+    // Each test checks the share of fitting lines first: a log fails that
+    // within a few lines, while the `any` scans read the whole head.
+    if fits_share(
+        lines,
+        |l| fits(TableKind::SysfsCounters, l),
+        FIT_WITHOUT_HEADER,
+    ) && lines.iter().any(|l| is_sysfs_path_line(l))
     {
         return Some(TableKind::SysfsCounters);
     }
@@ -145,12 +145,11 @@ fn without_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
     {
         return Some(TableKind::EthtoolStats);
     }
-    if lines.iter().any(|l| is_gid_line(l))
-        && fits_share(
-            lines,
-            |l| is_gid_line(l) || fits(TableKind::IbvDevinfo, l),
-            FIT_WITHOUT_HEADER,
-        )
+    if fits_share(
+        lines,
+        |l| is_gid_line(l) || fits(TableKind::IbvDevinfo, l),
+        FIT_WITHOUT_HEADER,
+    ) && lines.iter().any(|l| is_gid_line(l))
     {
         return Some(TableKind::IbvDevinfo);
     }

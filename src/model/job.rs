@@ -155,7 +155,7 @@ pub struct NetLink {
 /// transport and NIC are those of `anchor`: the channel event kept for the
 /// same process, transport and NIC (NCCL prints one line per channel and
 /// peer, millions in a large job; only their ends are new facts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PeerLink {
     pub anchor: u32,
     pub src: u32,

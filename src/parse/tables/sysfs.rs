@@ -10,6 +10,7 @@
 //! `lifespan` (a cache period) is kept; the counter knowledge marks it as
 //! context. `N/A (no PMA)` values are not counters and count as unparsed.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::model::{CounterSource, GidEntry, PortSnapshot, SysRecord};
@@ -32,7 +33,7 @@ struct SysPath<'a> {
     device: Option<&'a str>,
     port: Option<u32>,
     /// `counters`, `hw_counters`, `gids`, `gid_attrs/types`, … or empty for port files.
-    dir: String,
+    dir: Cow<'a, str>,
     name: &'a str,
 }
 
@@ -94,7 +95,7 @@ fn path_line(
         return false;
     };
     let device = p.device.unwrap_or(fallback_device);
-    match p.dir.as_str() {
+    match p.dir.as_ref() {
         "counters" | "hw_counters" => {
             let Some(v) = parse_u64(value) else {
                 return false;
@@ -123,15 +124,18 @@ fn path_line(
 }
 
 fn split_path(path: &str) -> Option<SysPath<'_>> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let name = *segs.last()?;
-    if let Some(i) = segs.iter().position(|s| *s == "ports") {
-        let device = i.checked_sub(1).map(|d| segs[d]);
-        let port = segs.get(i + 1)?.parse().ok();
-        let dir = segs
-            .get(i + 2..segs.len() - 1)
-            .unwrap_or_default()
-            .join("/");
+    // Counter dumps are tens of thousands of lines: the path is cut in place
+    // (segments are slices of it), not into a vector per line.
+    let segs = || path.split('/').filter(|s| !s.is_empty());
+    let name = segs().last()?;
+    let count = segs().count();
+    if let Some(i) = segs().position(|s| s == "ports") {
+        let device = i.checked_sub(1).and_then(|d| segs().nth(d));
+        let port = segs().nth(i + 1)?.parse().ok();
+        let dir = match (segs().nth(i + 2), count.checked_sub(1)) {
+            (Some(first), Some(last)) if i + 2 < last => span_of(path, first, segs().nth(last - 1)?),
+            _ => Cow::Borrowed(""),
+        };
         return Some(SysPath {
             device,
             port,
@@ -139,13 +143,28 @@ fn split_path(path: &str) -> Option<SysPath<'_>> {
             name,
         });
     }
-    let dir = segs.get(segs.len().checked_sub(2)?)?;
-    matches!(*dir, "counters" | "hw_counters").then(|| SysPath {
+    let dir = segs().nth(count.checked_sub(2)?)?;
+    matches!(dir, "counters" | "hw_counters").then_some(SysPath {
         device: None,
         port: None,
-        dir: dir.to_string(),
+        dir: Cow::Borrowed(dir),
         name,
     })
+}
+
+/// The path from segment `first` through segment `last` (both slices of
+/// `path`), joined by single slashes as written; rebuilt only where the path
+/// doubles a slash between them.
+fn span_of<'a>(path: &'a str, first: &'a str, last: &'a str) -> Cow<'a, str> {
+    let start = first.as_ptr() as usize - path.as_ptr() as usize;
+    let end = last.as_ptr() as usize - path.as_ptr() as usize + last.len();
+    let span = &path[start..end];
+    if span.contains("//") {
+        let parts: Vec<&str> = span.split('/').filter(|s| !s.is_empty()).collect();
+        Cow::Owned(parts.join("/"))
+    } else {
+        Cow::Borrowed(span)
+    }
 }
 
 /// `state:4: ACTIVE`, `rate:400 Gb/sec (4X NDR)`, `link_layer:InfiniBand`, …
@@ -229,7 +248,7 @@ fn gid_file(
             origin: Some(ctx.origin(line)),
             text: line.raw.trim_end().into(),
         });
-    match p.dir.as_str() {
+    match p.dir.as_ref() {
         "gids" => {
             entry.gid = value.to_string();
             entry.ipv4 = super::show_gids::ipv4_of_gid(value);
@@ -345,6 +364,26 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c[1].width_bits, Some(8));
         assert_eq!(t.unparsed, 3);
+    }
+
+    #[test]
+    fn paths_are_cut_alike_with_doubled_or_missing_slashes() {
+        let p = split_path("/sys/class/infiniband//mlx5_0/ports/1/gid_attrs//types/3").unwrap();
+        assert_eq!(
+            (p.device, p.port, p.dir.as_ref(), p.name),
+            (Some("mlx5_0"), Some(1), "gid_attrs/types", "3")
+        );
+        let p = split_path("mlx5_1/ports/2/hw_counters/out_of_buffer").unwrap();
+        assert_eq!(
+            (p.device, p.port, p.dir.as_ref(), p.name),
+            (Some("mlx5_1"), Some(2), "hw_counters", "out_of_buffer")
+        );
+        let p = split_path("/sys/class/infiniband/mlx5_0/ports/1/state").unwrap();
+        assert_eq!((p.dir.as_ref(), p.name), ("", "state"));
+        let p = split_path("counters/symbol_error").unwrap();
+        assert_eq!((p.device, p.dir.as_ref()), (None, "counters"));
+        assert!(split_path("ports").is_none());
+        assert!(split_path("/tmp/x/y").is_none());
     }
 
     #[test]
