@@ -2,6 +2,7 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use memchr::memmem;
+use rayon::prelude::*;
 use regex::bytes::Regex;
 use std::sync::{Arc, OnceLock};
 
@@ -101,7 +102,7 @@ impl Grammar {
 
     /// Compiles grammar files in order; earlier files take priority.
     pub fn compile(files: &[(String, String)]) -> Result<Grammar, GrammarError> {
-        let mut patterns = Vec::new();
+        let mut specs = Vec::new();
         for (file, text) in files {
             let parsed: GrammarFile =
                 toml::from_str(text).map_err(|source| GrammarError::Toml {
@@ -109,10 +110,20 @@ impl Grammar {
                     source,
                 })?;
             let source: Arc<str> = parsed.source.as_str().into();
-            for spec in parsed.patterns {
-                patterns.push(compile_pattern(file, &source, spec)?);
-            }
+            specs.extend(
+                parsed
+                    .patterns
+                    .into_iter()
+                    .map(|spec| (file.as_str(), source.clone(), spec)),
+            );
         }
+        // Building the regexes is most of the start-up time of every run;
+        // the first error in file order is the one reported.
+        let compiled: Vec<Result<Pattern, GrammarError>> = specs
+            .into_par_iter()
+            .map(|(file, source, spec)| compile_pattern(file, &source, spec))
+            .collect();
+        let patterns: Vec<Pattern> = compiled.into_iter().collect::<Result<_, _>>()?;
         check_unique_ids(&patterns)?;
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
         let run_readers = (0..patterns.len() as PatternIdx)

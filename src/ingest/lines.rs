@@ -14,6 +14,12 @@ use std::ops::Range;
 pub const DEFAULT_MAX_LINE: usize = 64 * 1024;
 const READ_SIZE: usize = 256 * 1024;
 
+/// An empty buffer with the room a [`ChunkReader`] reads into: a stream's
+/// head read into it can be handed over whole with [`ChunkReader::with_start`].
+pub fn stream_buffer() -> Vec<u8> {
+    Vec::with_capacity(READ_SIZE + DEFAULT_MAX_LINE)
+}
+
 /// Per-file counts of what the reader saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LineStats {
@@ -31,7 +37,10 @@ pub struct Chunk<'a> {
 
 pub struct ChunkReader<R> {
     reader: R,
+    /// Always initialised to its full length, so reading into it never
+    /// zeroes it again: the bytes read are `buf[..filled]`.
     buf: Vec<u8>,
+    filled: usize,
     /// Bytes of `buf` already handed out in an earlier chunk.
     consumed: usize,
     eof: bool,
@@ -48,15 +57,34 @@ impl<R: Read> ChunkReader<R> {
     }
 
     pub fn with_max_line(reader: R, max_line: usize) -> Self {
+        Self::starting_with(reader, Vec::new(), max_line)
+    }
+
+    /// A reader of a stream whose first bytes were already read into
+    /// `start` (best from [`stream_buffer`]: they are then neither copied
+    /// nor moved).
+    pub fn with_start(reader: R, start: Vec<u8>) -> Self {
+        Self::starting_with(reader, start, DEFAULT_MAX_LINE)
+    }
+
+    fn starting_with(reader: R, mut buf: Vec<u8>, max_line: usize) -> Self {
+        let max_line = max_line.max(1);
+        let filled = buf.len();
+        let stats = LineStats {
+            bytes: filled as u64,
+            ..LineStats::default()
+        };
+        buf.resize(buf.len().max(READ_SIZE + max_line), 0);
         ChunkReader {
             reader,
-            buf: Vec::with_capacity(READ_SIZE + max_line),
+            buf,
+            filled,
             consumed: 0,
             eof: false,
-            max_line: max_line.max(1),
+            max_line,
             skipping: false,
             next_line: 1,
-            stats: LineStats::default(),
+            stats,
         }
     }
 
@@ -71,25 +99,25 @@ impl<R: Read> ChunkReader<R> {
 
     /// The next chunk of whole lines, or `None` at the end of the stream.
     pub fn next_chunk(&mut self) -> io::Result<Option<Chunk<'_>>> {
-        self.buf.drain(..self.consumed);
+        self.drop_front(self.consumed);
         self.consumed = 0;
         loop {
             if self.skipping {
                 self.skip_rest_of_long_line();
             }
-            if !self.skipping && !self.buf.is_empty() {
+            if !self.skipping && self.filled > 0 {
                 // The buffer starts at a line start here.
-                match memchr::memchr(b'\n', &self.buf) {
+                match memchr::memchr(b'\n', self.data()) {
                     Some(first) if first > self.max_line => return Ok(Some(self.emit_truncated())),
                     Some(_) => {
                         let end = self.end_of_lines_within_cap();
                         return Ok(Some(self.emit(end, false)));
                     }
-                    None if self.buf.len() > self.max_line => {
+                    None if self.filled > self.max_line => {
                         return Ok(Some(self.emit_truncated()));
                     }
                     None if self.eof => {
-                        let end = self.buf.len();
+                        let end = self.filled;
                         return Ok(Some(self.emit(end, false)));
                     }
                     None => {}
@@ -106,7 +134,7 @@ impl<R: Read> ChunkReader<R> {
     /// the first line longer than the cap (which the next call truncates).
     fn end_of_lines_within_cap(&self) -> usize {
         let mut line_start = 0;
-        for nl in memchr::memchr_iter(b'\n', &self.buf) {
+        for nl in memchr::memchr_iter(b'\n', self.data()) {
             if nl - line_start > self.max_line {
                 return line_start;
             }
@@ -139,16 +167,27 @@ impl<R: Read> ChunkReader<R> {
         }
     }
 
+    /// The bytes read and not yet dropped.
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.filled]
+    }
+
+    /// Drops the first `n` bytes read, moving the rest to the front.
+    fn drop_front(&mut self, n: usize) {
+        self.buf.copy_within(n..self.filled, 0);
+        self.filled -= n;
+    }
+
     /// Drops bytes up to and including the newline ending an over-long line.
     fn skip_rest_of_long_line(&mut self) {
-        match memchr::memchr(b'\n', &self.buf) {
+        match memchr::memchr(b'\n', self.data()) {
             Some(pos) => {
-                self.buf.drain(..=pos);
+                self.drop_front(pos + 1);
                 self.skipping = false;
                 self.next_line += 1;
             }
             None => {
-                self.buf.clear();
+                self.filled = 0;
                 if self.eof {
                     self.skipping = false;
                     self.next_line += 1;
@@ -158,19 +197,21 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn fill(&mut self) -> io::Result<()> {
-        let start = self.buf.len();
-        self.buf.resize(start + READ_SIZE, 0);
+        let start = self.filled;
+        // Room for a read: the bytes kept are at most a capped line (a
+        // longer one is emitted cut before the next read), so this grows
+        // the buffer only past a caller's oversized start.
+        if self.buf.len() < start + READ_SIZE {
+            self.buf.resize(start + READ_SIZE, 0);
+        }
         let n = loop {
             match self.reader.read(&mut self.buf[start..]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         };
-        self.buf.truncate(start + n);
+        self.filled = start + n;
         self.stats.bytes += n as u64;
         self.eof = n == 0;
         Ok(())
@@ -253,6 +294,27 @@ mod tests {
         assert_eq!(lines[1], (2, vec![b'x'; 16]));
         assert_eq!(lines[2], (3, b"after".to_vec()));
         assert_eq!(stats.truncated_lines, 1);
+    }
+
+    #[test]
+    fn a_reader_handed_the_head_reads_as_one_reading_the_whole_stream() {
+        let mut input = Vec::new();
+        for i in 0..20_000 {
+            input.extend(format!("line {i} {}\n", "z".repeat(i % 97)).bytes());
+        }
+        input.extend(vec![b'q'; DEFAULT_MAX_LINE + 5]);
+        input.extend(b"\nlast");
+        let whole = collect(&input, DEFAULT_MAX_LINE);
+        for cut in [0, 1, 9, 4096, 65_536, 300_000] {
+            let mut start = stream_buffer();
+            start.extend_from_slice(&input[..cut]);
+            let mut r = ChunkReader::with_start(&input[cut..], start);
+            let mut lines = Vec::new();
+            while let Some(chunk) = r.next_chunk().unwrap() {
+                lines.extend(lines_of(&chunk).map(|(n, l)| (n, l.to_vec())));
+            }
+            assert_eq!((lines, r.stats()), whole, "head cut at {cut}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use aho_corasick::AhoCorasick;
 
 use crate::grammar::{Grammar, MatchScratch};
 use crate::ingest::InputFile;
-use crate::ingest::lines::{ChunkReader, lines_of};
+use crate::ingest::lines::{ChunkReader, lines_of, stream_buffer};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, SNIFF_BYTES, sniff};
 
@@ -47,7 +47,7 @@ impl<'g> Linter<'g> {
     /// The gaps of one file; table and binary files have none.
     pub fn lint_file(&self, file: &InputFile) -> io::Result<Vec<Gap>> {
         let (mut stream, _) = open_decompressed(&file.path)?;
-        let mut head = Vec::with_capacity(SNIFF_BYTES);
+        let mut head = stream_buffer();
         (&mut stream)
             .take(SNIFF_BYTES as u64)
             .read_to_end(&mut head)?;
@@ -55,7 +55,7 @@ impl<'g> Linter<'g> {
         if profile.kind != FileKind::Log {
             return Ok(Vec::new());
         }
-        let mut reader = ChunkReader::new(io::Cursor::new(head).chain(stream));
+        let mut reader = ChunkReader::with_start(stream, head);
         let mut gaps = Vec::new();
         let mut candidates = Vec::new();
         let mut scratch = MatchScratch::default();

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
-use crate::ingest::lines::{Chunk, ChunkReader, LineStats};
+use crate::ingest::lines::{Chunk, ChunkReader, LineStats, stream_buffer};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
 use crate::model::fields::{put_varint, same_name};
@@ -91,7 +91,8 @@ pub struct Head {
 }
 
 pub fn read_head(stream: &mut impl Read) -> Head {
-    let mut bytes = Vec::with_capacity(SNIFF_BYTES);
+    // Read where the line reader will read on (no copy of the head).
+    let mut bytes = stream_buffer();
     let error = stream
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut bytes)
@@ -160,7 +161,8 @@ fn parse_head_and_rest(
             };
         }
     }
-    let (mut out, _) = scan_lines(io::Cursor::new(head).chain(stream), file, grammar, &profile);
+    let reader = ChunkReader::with_start(stream, head);
+    let (mut out, _) = scan_lines(reader, file, grammar, &profile);
     dedup_links(&mut out);
     out
 }
@@ -168,13 +170,12 @@ fn parse_head_and_rest(
 /// Scans a stream of log lines with the file's sniffed profile: what one
 /// file, or one part of a split file, gives, and how many lines it held.
 pub(super) fn scan_lines(
-    stream: impl Read,
+    mut reader: ChunkReader<impl Read>,
     file: &InputFile,
     grammar: &Grammar,
     profile: &FileProfile,
 ) -> (FileParse, u64) {
     let mut scanner = Scanner::new(file, grammar, profile);
-    let mut reader = ChunkReader::new(stream);
     loop {
         match reader.next_chunk() {
             Ok(Some(chunk)) => scanner.scan_chunk(&chunk),

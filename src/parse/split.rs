@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 use crate::grammar::Grammar;
 use crate::ingest::InputFile;
+use crate::ingest::lines::ChunkReader;
 use crate::ingest::sniff::{FileKind, FileProfile, sniff};
 
 use super::scan::{FileParse, dedup_links, scan_lines};
@@ -97,7 +98,12 @@ fn scan_part(
         Ok(f)
     });
     match opened {
-        Ok(f) => scan_lines(f.take(end - start), file, grammar, profile),
+        Ok(f) => scan_lines(
+            ChunkReader::new(f.take(end - start)),
+            file,
+            grammar,
+            profile,
+        ),
         Err(e) => (
             FileParse {
                 partial: Some(format!("bytes {start}..{end} could not be read: {e}")),
