@@ -17,6 +17,7 @@ pub use boots::uptime_us;
 pub use skew::HostOffset;
 
 use chrono::NaiveDateTime;
+use rayon::prelude::*;
 
 use std::collections::BTreeMap;
 
@@ -49,7 +50,7 @@ impl Timeline {
         let year = known.unwrap_or(PLACEHOLDER_YEAR);
         let mut times: Vec<_> = job
             .events
-            .iter()
+            .par_iter()
             .map(|e| e.time.to_local(Some(year)))
             .collect();
         let boots = boots::place(job, &mut times);
@@ -130,13 +131,24 @@ fn correct_skew(
 /// Gives each event without a stamp the last stamped time before it in the
 /// same file (events are in file order).
 fn fill_unstamped(job: &Job, times: &mut [Option<NaiveDateTime>]) {
+    // A file's events mostly come in one run: the map is consulted only
+    // where the file changes.
     let mut last: BTreeMap<FileId, NaiveDateTime> = BTreeMap::new();
+    let mut run: Option<(FileId, Option<NaiveDateTime>)> = None;
     for (time, ev) in times.iter_mut().zip(&job.events) {
-        match *time {
-            Some(t) => {
-                last.insert(ev.origin.file, t);
+        let file = ev.origin.file;
+        let current = match &mut run {
+            Some((f, t)) if *f == file => t,
+            _ => {
+                if let Some((f, Some(t))) = run {
+                    last.insert(f, t);
+                }
+                &mut run.insert((file, last.get(&file).copied())).1
             }
-            None => *time = last.get(&ev.origin.file).copied(),
+        };
+        match *time {
+            Some(t) => *current = Some(t),
+            None => *time = *current,
         }
     }
 }
