@@ -40,6 +40,10 @@ pub struct Pattern {
     /// A hand-written reader that answers for the regex on the lines it
     /// knows (grammar/accel.rs).
     accelerator: Option<Accelerator>,
+    /// For a reader that lists fields: the slots of its names that
+    /// `repeats_differ_in` names, one bit each (found once here, not by
+    /// comparing names on every line).
+    listed_ignored: u32,
     /// What fills each field, sorted by name: a named capture or a constant
     /// (`set`, which wins over a capture of the same name).
     slots: Vec<(&'static str, Slot)>,
@@ -128,7 +132,7 @@ impl Grammar {
         let (prefilter, literal_owners) = build_prefilter(&patterns)?;
         let run_readers = (0..patterns.len() as PatternIdx)
             .filter_map(|i| match patterns[i as usize].accelerator? {
-                Accelerator::Fields(read) => Some((i, read)),
+                Accelerator::Fields(reader) => Some((i, reader)),
                 Accelerator::Spans(_) => None,
             })
             .collect();
@@ -215,10 +219,9 @@ impl Grammar {
         body_start: usize,
         fields: &mut FieldList<'l>,
     ) -> Option<&Pattern> {
-        for &(i, read) in &self.run_readers {
+        for &(i, reader) in &self.run_readers {
             let p = self.pattern(i);
-            fields.clear();
-            if read(p.scope_of(line, body_start), fields) {
+            if reader.list(p.scope_of(line, body_start), fields) {
                 return Some(p);
             }
             if p.literals
@@ -255,6 +258,12 @@ impl Pattern {
         self.accelerator.is_some()
     }
 
+    /// Whether the field its reader lists in `slot` is one a repeat of the
+    /// line may differ in.
+    pub fn ignores_listed(&self, slot: u8) -> bool {
+        self.listed_ignored & (1u32 << slot) != 0
+    }
+
     /// Whether the pattern's lines come in runs that its accelerator reads
     /// one by one (it lists their fields unpacked).
     pub fn reads_runs(&self) -> bool {
@@ -284,9 +293,9 @@ impl Pattern {
     /// one and it answers (for checking it against the regex).
     pub fn accelerated(&self, body: &[u8]) -> Option<Fields> {
         match self.accelerator? {
-            Accelerator::Fields(read) => {
+            Accelerator::Fields(reader) => {
                 let mut list = FieldList::new();
-                read(body, &mut list).then(|| list.to_fields())
+                reader.list(body, &mut list).then(|| list.to_fields())
             }
             Accelerator::Spans(find) => {
                 let mut spans = Spans::new();
@@ -396,6 +405,12 @@ fn compile_pattern(
             "repeats_differ_in names `{bad}`, not a named capture of the regex"
         )));
     }
+    let listed_ignored = match accelerator {
+        Some(Accelerator::Fields(reader)) => {
+            listed_ignored(reader, &captures, &spec.repeats_differ_in).map_err(fail)?
+        }
+        _ => 0,
+    };
     let constants = spec
         .set
         .iter()
@@ -419,6 +434,7 @@ fn compile_pattern(
             .then(|| spec.repeats_differ_in.iter().map(|f| intern(f)).collect()),
         scope: spec.scope,
         accelerator,
+        listed_ignored,
         regex,
         at_start: OnceLock::new(),
         slots: slots(captures, constants),
@@ -426,6 +442,33 @@ fn compile_pattern(
         literals: spec.literals,
         file: file.into(),
     })
+}
+
+/// The slots of a reader's field names that a repeat may differ in, one
+/// bit each. Its names must be sorted (the order it lists fields in),
+/// distinct, at most 32, and named captures of the regex it stands for.
+fn listed_ignored(
+    reader: ListFields,
+    captures: &[(&'static str, usize, FieldKind)],
+    ignored: &[String],
+) -> Result<u32, String> {
+    let names = reader.names;
+    if names.len() > 32 || !names.windows(2).all(|w| w[0] < w[1]) {
+        return Err("the accelerator's field names must be sorted, distinct and at most 32".into());
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !captures.iter().any(|(c, _, _)| c == *n))
+    {
+        return Err(format!(
+            "the accelerator lists `{bad}`, not a named capture of the regex"
+        ));
+    }
+    Ok(names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| ignored.iter().any(|i| i == *n))
+        .fold(0u32, |mask, (slot, _)| mask | 1 << slot))
 }
 
 /// Each named capture: its name, group index and field kind.
@@ -590,7 +633,7 @@ mod tests {
 title = "t"
 event = "nccl_channel"
 literals = ["Channel "]
-regex = 'Channel (?P<channel>\d+)'
+regex = 'Channel (?P<channel>\d+)/(?P<conn>\d+)(?P<detail>x)?(?P<dir>x)? (?P<dst>\d)(?P<dst_dev>\d)(?P<net_dev>\d)?(?P<src>\d)(?P<src_dev>\d) (?P<transport>P2P)'
 fallback = true
 accelerator = "nccl_channel"
 "#;
@@ -601,6 +644,13 @@ accelerator = "nccl_channel"
         );
         let ok = spec.replace("fallback = true\n", "");
         assert!(grammar_of(&ok).is_ok());
+        // A reader must list only what the regex captures.
+        let short = ok.replace("(?P<transport>P2P)", "P2P");
+        let err = grammar_of(&short).unwrap_err().to_string();
+        assert!(
+            err.contains("lists `transport`, not a named capture"),
+            "{err}"
+        );
         // Other accelerators answer in their pattern's place, fallback or not.
         let spans = spec.replace("\"nccl_channel\"\n", "\"nccl_trees\"\n");
         assert!(grammar_of(&spans).is_ok());

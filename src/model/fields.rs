@@ -216,10 +216,16 @@ impl FieldsBuilder {
 /// line, in name order, not yet packed. Most such lines only repeat an
 /// earlier one and are never kept, so they are never packed either. Filled
 /// in place by the reader (it is a few hundred bytes: copies cost).
+///
+/// A field is pushed by its slot in the reader's sorted list of names, so
+/// what a pattern makes of a name (part of a repeat's key or not, a
+/// channel's end) is looked up by slot, not by comparing names per line.
 pub struct FieldList<'a> {
-    entries: [(&'static str, FieldRef<'a>); FieldList::MAX],
+    names: &'static [&'static str],
+    entries: [(u8, FieldRef<'a>); FieldList::MAX],
     len: usize,
-    /// More than `MAX` were pushed: the list is not to be used.
+    /// More than `MAX` were pushed, or a slot past the names: the list is
+    /// not to be used.
     overflowed: bool,
 }
 
@@ -230,20 +236,30 @@ impl<'a> FieldList<'a> {
 
     pub fn new() -> FieldList<'a> {
         FieldList {
-            entries: [("", FieldRef::Int(0)); FieldList::MAX],
+            names: &[],
+            entries: [(0, FieldRef::Int(0)); FieldList::MAX],
             len: 0,
             overflowed: false,
         }
     }
 
-    /// Appends a field; names must come in sorted order, each once.
-    pub fn push(&mut self, name: &'static str, value: FieldRef<'a>) {
+    /// Empties the list for a line read by a reader of these (sorted) names.
+    pub fn reset(&mut self, names: &'static [&'static str]) {
+        self.names = names;
+        self.len = 0;
+        self.overflowed = false;
+    }
+
+    /// Appends the field named `names[slot]`; slots must come in
+    /// increasing order.
+    pub fn push(&mut self, slot: u8, value: FieldRef<'a>) {
+        let known = usize::from(slot) < self.names.len();
         match self.entries.get_mut(self.len) {
-            Some(slot) => {
-                *slot = (name, value);
+            Some(entry) if known => {
+                *entry = (slot, value);
                 self.len += 1;
             }
-            None => self.overflowed = true,
+            _ => self.overflowed = true,
         }
     }
 
@@ -252,27 +268,29 @@ impl<'a> FieldList<'a> {
         !self.overflowed
     }
 
-    /// Empties the list for the next line.
-    pub fn clear(&mut self) {
-        self.len = 0;
-        self.overflowed = false;
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, FieldRef<'a>)> + '_ {
+    /// Each field by its slot among the reader's names.
+    pub fn slots(&self) -> impl Iterator<Item = (u8, FieldRef<'a>)> + '_ {
         self.entries[..self.len].iter().copied()
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, FieldRef<'a>)> + '_ {
+        self.slots()
+            .map(|(slot, value)| (self.names[usize::from(slot)], value))
+    }
+
     /// Each entry as [`Fields::raw`] would give it once packed (an integer's
-    /// bytes written on the stack: this runs for every channel line).
-    pub fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
+    /// bytes written on the stack: this runs for every channel line), with
+    /// its slot.
+    pub fn visit_raw(&self, mut visit: impl FnMut(u8, &[u8], u8, &[u8])) {
         let mut scratch = [0u8; MAX_VARINT];
-        for (name, value) in self.iter() {
+        for (slot, value) in self.slots() {
+            let name = self.names[usize::from(slot)].as_bytes();
             match value {
                 FieldRef::Int(n) => {
                     let len = varint_into(zigzag(n), &mut scratch);
-                    visit(name.as_bytes(), INT, &scratch[..len]);
+                    visit(slot, name, INT, &scratch[..len]);
                 }
-                FieldRef::Text(t) => visit(name.as_bytes(), TEXT, t.as_bytes()),
+                FieldRef::Text(t) => visit(slot, name, TEXT, t.as_bytes()),
             }
         }
     }
@@ -395,32 +413,41 @@ mod tests {
     #[test]
     fn a_listed_line_reads_and_packs_like_its_packed_fields() {
         let mut list = FieldList::new();
-        list.push("a", FieldRef::Int(-300));
-        list.push("b", FieldRef::Text("x y"));
-        list.push("c", FieldRef::Int(i64::MAX));
+        list.reset(&["a", "b", "c"]);
+        list.push(0, FieldRef::Int(-300));
+        list.push(1, FieldRef::Text("x y"));
+        list.push(2, FieldRef::Int(i64::MAX));
         assert!(list.complete());
         let packed = list.to_fields();
         let mut listed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = Vec::new();
-        list.visit_raw(|n, k, v| listed_raw.push((n.to_vec(), k, v.to_vec())));
+        let mut slots = Vec::new();
+        list.visit_raw(|slot, n, k, v| {
+            slots.push(slot);
+            listed_raw.push((n.to_vec(), k, v.to_vec()));
+        });
         let packed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = packed
             .raw()
             .map(|(n, k, v)| (n.to_vec(), k, v.to_vec()))
             .collect();
         assert_eq!(listed_raw, packed_raw);
+        assert_eq!(slots, [0, 1, 2]);
         assert_eq!(packed.int("a"), Some(-300));
         assert_eq!(packed.text("b"), Some("x y"));
     }
 
     #[test]
-    fn a_list_that_ran_out_of_room_says_so() {
+    fn a_list_that_ran_out_of_room_or_names_says_so() {
         let mut list = FieldList::new();
+        list.reset(&["n"]);
         for _ in 0..=FieldList::MAX {
-            list.push("n", FieldRef::Int(1));
+            list.push(0, FieldRef::Int(1));
         }
         assert!(!list.complete());
-        list.clear();
+        list.reset(&["n"]);
         assert!(list.complete());
         assert!(list.to_fields().is_empty());
+        list.push(1, FieldRef::Int(1));
+        assert!(!list.complete(), "a slot past the names");
     }
 
     #[test]

@@ -502,16 +502,22 @@ enum LineFields<'l, 'a> {
 }
 
 impl LineFields<'_, '_> {
-    /// Each field as packed bytes (name, kind, value), alike for both forms,
-    /// so a repeat key is the same whichever lane read the line.
-    fn visit_raw(&self, mut visit: impl FnMut(&[u8], u8, &[u8])) {
+    /// Each field as packed bytes (name, kind, value), alike for both
+    /// forms, so a repeat key is the same whichever lane read the line;
+    /// with whether `pattern`'s repeats may differ in it (for a listed
+    /// field, known by its slot).
+    fn visit_raw(&self, pattern: &Pattern, mut visit: impl FnMut(&[u8], u8, &[u8], bool)) {
         match self {
             LineFields::Packed(fields) => {
+                let ignored = pattern.repeats_differ_in.as_deref().unwrap_or_default();
                 for (name, kind, value) in fields.raw() {
-                    visit(name, kind, value);
+                    let skip = ignored.iter().any(|i| same_name(i.as_bytes(), name));
+                    visit(name, kind, value, skip);
                 }
             }
-            LineFields::Listed(list) => list.visit_raw(visit),
+            LineFields::Listed(list) => list.visit_raw(|slot, name, kind, value| {
+                visit(name, kind, value, pattern.ignores_listed(slot));
+            }),
         }
     }
 
@@ -542,9 +548,9 @@ fn read_fields(
     who: &Who,
     fields: &LineFields<'_, '_>,
 ) -> FieldsRead {
-    let ignored = pattern.repeats_differ_in.as_deref();
+    let keyed = pattern.repeats_differ_in.is_some();
     let channel = pattern.kind == EventKind::NcclChannel;
-    if ignored.is_some() {
+    if keyed {
         key.clear();
         key.extend_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
         for id in [who.pid, who.rank, who.local_rank] {
@@ -560,7 +566,7 @@ fn read_fields(
         };
     }
     let (mut src, mut dst) = (None, None);
-    fields.visit_raw(|name, kind, value| {
+    fields.visit_raw(pattern, |name, kind, value, may_differ| {
         if channel {
             let end = match name {
                 b"src" => Some(&mut src),
@@ -573,8 +579,7 @@ fn read_fields(
                     .and_then(|n| u32::try_from(n).ok());
             }
         }
-        let Some(ignored) = ignored else { return };
-        if ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
+        if !keyed || may_differ {
             return;
         }
         put_varint(key, name.len() as u64);
@@ -584,7 +589,7 @@ fn read_fields(
         key.extend_from_slice(value);
     });
     FieldsRead {
-        repeats: ignored.is_some(),
+        repeats: keyed,
         link: src.zip(dst).filter(|_| channel),
     }
 }

@@ -33,14 +33,38 @@ pub enum Accelerator {
     Spans(fn(&[u8], &mut Spans) -> bool),
 }
 
-/// A reader that lists a line's fields, borrowed from the line.
-pub type ListFields = for<'a> fn(&'a [u8], &mut FieldList<'a>) -> bool;
+/// A reader that lists a line's fields, borrowed from the line, each by
+/// its slot in `names` (sorted: the order `Fields` keeps).
+#[derive(Clone, Copy)]
+pub struct ListFields {
+    pub names: &'static [&'static str],
+    pub read: for<'a> fn(&'a [u8], &mut FieldList<'a>) -> bool,
+}
+
+impl ListFields {
+    /// Reads `body` into `fields` (emptied first).
+    pub fn list<'a>(&self, body: &'a [u8], fields: &mut FieldList<'a>) -> bool {
+        fields.reset(self.names);
+        (self.read)(body, fields)
+    }
+}
+
+impl std::fmt::Debug for ListFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListFields")
+            .field("names", &self.names)
+            .finish()
+    }
+}
 
 /// The accelerator a grammar names (`accelerator = "…"`), if it exists.
 pub fn by_name(name: &str) -> Option<Accelerator> {
     use Accelerator::{Fields, Spans};
     Some(match name {
-        "nccl_channel" => Fields(nccl::channel),
+        "nccl_channel" => Fields(ListFields {
+            names: nccl::CHANNEL_FIELDS,
+            read: nccl::channel,
+        }),
         "nccl_comm_init" => Spans(nccl::comm_init),
         "nccl_comm_layout" => Spans(nccl::comm_layout),
         "nccl_trees" => Spans(nccl::trees),

@@ -40,25 +40,53 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
     // Pushed in name order, as `Fields` keeps them.
-    fields.push("channel", Int(channel));
+    fields.push(slot::CHANNEL, Int(channel));
     if let Some(conn) = conn {
-        fields.push("conn", Int(conn));
+        fields.push(slot::CONN, Int(conn));
     }
     if let Suffix::Detail(d) = suffix {
-        fields.push("detail", Text(d));
+        fields.push(slot::DETAIL, Text(d));
     }
     if let Some(dir) = dir {
-        fields.push("dir", Text(dir));
+        fields.push(slot::DIR, Text(dir));
     }
-    fields.push("dst", Int(dst));
-    fields.push("dst_dev", Text(dst_dev));
+    fields.push(slot::DST, Int(dst));
+    fields.push(slot::DST_DEV, Text(dst_dev));
     if let Suffix::NetDev(dev) = suffix {
-        fields.push("net_dev", Int(dev));
+        fields.push(slot::NET_DEV, Int(dev));
     }
-    fields.push("src", Int(src));
-    fields.push("src_dev", Text(src_dev));
-    fields.push("transport", Text(transport));
+    fields.push(slot::SRC, Int(src));
+    fields.push(slot::SRC_DEV, Text(src_dev));
+    fields.push(slot::TRANSPORT, Text(transport));
     Some(())
+}
+
+/// The fields a channel line can have, sorted (the regex's named groups).
+pub(super) const CHANNEL_FIELDS: &[&str] = &[
+    "channel",
+    "conn",
+    "detail",
+    "dir",
+    "dst",
+    "dst_dev",
+    "net_dev",
+    "src",
+    "src_dev",
+    "transport",
+];
+
+/// Each channel field's slot in [`CHANNEL_FIELDS`].
+mod slot {
+    pub const CHANNEL: u8 = 0;
+    pub const CONN: u8 = 1;
+    pub const DETAIL: u8 = 2;
+    pub const DIR: u8 = 3;
+    pub const DST: u8 = 4;
+    pub const DST_DEV: u8 = 5;
+    pub const NET_DEV: u8 = 6;
+    pub const SRC: u8 = 7;
+    pub const SRC_DEV: u8 = 8;
+    pub const TRANSPORT: u8 = 9;
 }
 
 enum Suffix<'a> {
@@ -299,6 +327,7 @@ mod tests {
 
     fn read(line: &str) -> Option<crate::model::Fields> {
         let mut fields = FieldList::new();
+        fields.reset(CHANNEL_FIELDS);
         channel(line.as_bytes(), &mut fields).then(|| fields.to_fields())
     }
 
@@ -308,6 +337,27 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn each_channel_slot_names_its_field_and_the_names_are_sorted() {
+        let slots = [
+            (slot::CHANNEL, "channel"),
+            (slot::CONN, "conn"),
+            (slot::DETAIL, "detail"),
+            (slot::DIR, "dir"),
+            (slot::DST, "dst"),
+            (slot::DST_DEV, "dst_dev"),
+            (slot::NET_DEV, "net_dev"),
+            (slot::SRC, "src"),
+            (slot::SRC_DEV, "src_dev"),
+            (slot::TRANSPORT, "transport"),
+        ];
+        for (slot, name) in slots {
+            assert_eq!(CHANNEL_FIELDS[usize::from(slot)], name);
+        }
+        assert_eq!(slots.len(), CHANNEL_FIELDS.len());
+        assert!(CHANNEL_FIELDS.is_sorted());
     }
 
     #[test]

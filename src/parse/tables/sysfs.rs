@@ -133,7 +133,9 @@ fn split_path(path: &str) -> Option<SysPath<'_>> {
         let device = i.checked_sub(1).and_then(|d| segs().nth(d));
         let port = segs().nth(i + 1)?.parse().ok();
         let dir = match (segs().nth(i + 2), count.checked_sub(1)) {
-            (Some(first), Some(last)) if i + 2 < last => span_of(path, first, segs().nth(last - 1)?),
+            (Some(first), Some(last)) if i + 2 < last => {
+                span_of(path, first, segs().nth(last - 1)?)
+            }
             _ => Cow::Borrowed(""),
         };
         return Some(SysPath {
