@@ -127,7 +127,7 @@ fn split_path(path: &str) -> Option<SysPath<'_>> {
     // Counter dumps are tens of thousands of lines: the path is cut in place
     // (segments are slices of it), not into a vector per line.
     let segs = || path.split('/').filter(|s| !s.is_empty());
-    let name = segs().last()?;
+    let name = segs().next_back()?;
     let count = segs().count();
     if let Some(i) = segs().position(|s| s == "ports") {
         let device = i.checked_sub(1).and_then(|d| segs().nth(d));
