@@ -23,24 +23,33 @@ pub struct Line<'a> {
     /// The line as written (lossy UTF-8, without its `\r`): what a citation shows.
     pub raw: Cow<'a, str>,
     /// The line with terminal colour codes removed: what the parsers read.
-    pub text: String,
+    pub text: Cow<'a, str>,
 }
 
-/// Splits a file into numbered lines.
+/// Splits a file into numbered lines (a counter dump has thousands: a
+/// line copies nothing unless it is not UTF-8 or holds colour codes).
 pub fn lines(data: &[u8]) -> Vec<Line<'_>> {
-    data.split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, l)| {
-            let l = l.strip_suffix(b"\r").unwrap_or(l);
-            let raw = String::from_utf8_lossy(l);
-            let text = strip_ansi(&raw).into_owned();
-            Line {
-                no: i as u64 + 1,
-                raw,
-                text,
-            }
-        })
-        .collect()
+    let mut out = Vec::with_capacity(memchr::memchr_iter(b'\n', data).count() + 1);
+    let mut start = 0;
+    loop {
+        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |p| start + p);
+        let l = &data[start..end];
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        let raw = String::from_utf8_lossy(l);
+        let text = match &raw {
+            Cow::Borrowed(s) => strip_ansi(s),
+            Cow::Owned(s) => Cow::Owned(strip_ansi(s).into_owned()),
+        };
+        out.push(Line {
+            no: out.len() as u64 + 1,
+            raw,
+            text,
+        });
+        if end == data.len() {
+            return out;
+        }
+        start = end + 1;
+    }
 }
 
 static ANSI: LazyLock<Regex> =
@@ -280,6 +289,35 @@ pub fn rate_is_placeholder(state: Option<&str>, phys: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_cut_and_numbered_as_split_on_newlines_would() {
+        let inputs: [&[u8]; 6] = [
+            b"",
+            b"a",
+            b"a\r\nb\n",
+            b"\n\nx\n",
+            b"bad \xff byte\n\x1b[1mbold\x1b[0m\n",
+            b"\xff\x1b[1m\n",
+        ];
+        for data in inputs {
+            let want: Vec<(u64, String, String)> = data
+                .split(|&b| b == b'\n')
+                .enumerate()
+                .map(|(i, l)| {
+                    let l = l.strip_suffix(b"\r").unwrap_or(l);
+                    let raw = String::from_utf8_lossy(l).into_owned();
+                    let text = strip_ansi(&raw).into_owned();
+                    (i as u64 + 1, raw, text)
+                })
+                .collect();
+            let got: Vec<(u64, String, String)> = lines(data)
+                .into_iter()
+                .map(|l| (l.no, l.raw.into_owned(), l.text.into_owned()))
+                .collect();
+            assert_eq!(got, want, "{data:?}");
+        }
+    }
 
     #[test]
     fn ansi_codes_are_stripped() {

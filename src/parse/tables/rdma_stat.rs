@@ -191,7 +191,7 @@ fn parse_json(ctx: &TableCtx, lines: &[Line<'_>]) -> Parsed {
     let mut out = Parsed::default();
     let text: String = lines
         .iter()
-        .map(|l| l.text.as_str())
+        .map(|l| l.text.as_ref())
         .collect::<Vec<_>>()
         .join("\n");
     let objects = match serde_json::from_str::<Value>(&text) {

@@ -124,18 +124,22 @@ fn path_line(
 }
 
 fn split_path(path: &str) -> Option<SysPath<'_>> {
-    // Counter dumps are tens of thousands of lines: the path is cut in place
-    // (segments are slices of it), not into a vector per line.
-    let segs = || path.split('/').filter(|s| !s.is_empty());
-    let name = segs().next_back()?;
-    let count = segs().count();
-    if let Some(i) = segs().position(|s| s == "ports") {
-        let device = i.checked_sub(1).and_then(|d| segs().nth(d));
-        let port = segs().nth(i + 1)?.parse().ok();
-        let dir = match (segs().nth(i + 2), count.checked_sub(1)) {
-            (Some(first), Some(last)) if i + 2 < last => {
-                span_of(path, first, segs().nth(last - 1)?)
-            }
+    // Counter dumps are tens of thousands of lines: the path is cut once,
+    // into slices of it on the stack (a sysfs path has about ten parts).
+    let mut parts = [""; MAX_PATH_PARTS];
+    let mut n = 0;
+    for seg in path.split('/').filter(|s| !s.is_empty()) {
+        *parts.get_mut(n)? = seg;
+        n += 1;
+    }
+    let segs = &parts[..n];
+    let name = *segs.last()?;
+    if let Some(i) = segs.iter().position(|s| *s == "ports") {
+        let device = i.checked_sub(1).map(|d| segs[d]);
+        let port = segs.get(i + 1)?.parse().ok();
+        let dir = match segs.get(i + 2..n - 1) {
+            Some([first, .., last]) => span_of(path, first, last),
+            Some([only]) => Cow::Borrowed(*only),
             _ => Cow::Borrowed(""),
         };
         return Some(SysPath {
@@ -145,7 +149,7 @@ fn split_path(path: &str) -> Option<SysPath<'_>> {
             name,
         });
     }
-    let dir = segs().nth(count.checked_sub(2)?)?;
+    let dir = *segs.get(n.checked_sub(2)?)?;
     matches!(dir, "counters" | "hw_counters").then_some(SysPath {
         device: None,
         port: None,
@@ -153,6 +157,9 @@ fn split_path(path: &str) -> Option<SysPath<'_>> {
         name,
     })
 }
+
+/// Deeper paths are not sysfs counter files.
+const MAX_PATH_PARTS: usize = 32;
 
 /// The path from segment `first` through segment `last` (both slices of
 /// `path`), joined by single slashes as written; rebuilt only where the path
@@ -386,6 +393,8 @@ mod tests {
         assert_eq!((p.device, p.dir.as_ref()), (None, "counters"));
         assert!(split_path("ports").is_none());
         assert!(split_path("/tmp/x/y").is_none());
+        let deep = format!("{}mlx5_0/ports/1/counters/symbol_error", "a/".repeat(40));
+        assert!(split_path(&deep).is_none(), "not a sysfs path");
     }
 
     #[test]
