@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::num::NonZeroU64;
 use std::sync::LazyLock;
 
@@ -78,7 +78,7 @@ pub struct TableCtx {
     /// cites (a 16k-rank job holds millions of readings).
     pub rereadable: bool,
     /// One shared copy of each device and counter name the file repeats.
-    syms: RefCell<HashMap<Box<str>, Sym>>,
+    syms: RefCell<FxHashMap<Box<str>, Sym>>,
     host_sym: Option<Sym>,
 }
 
