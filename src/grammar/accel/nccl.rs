@@ -111,16 +111,16 @@ impl<'a> Reader<'a> {
         if self.eat(b"NET/") {
             let name = self.run(|b| b != b'/' && !is_space(b))?;
             if !name.is_empty() {
-                return std::str::from_utf8(&self.s[start..self.at]).ok();
+                return self.str_at(start..self.at);
             }
             self.at = start;
         }
         if self.eat(b"P2P") || self.eat(b"SHM") {
-            return std::str::from_utf8(&self.s[start..self.at]).ok();
+            return self.str_at(start..self.at);
         }
         if self.eat(b"COLLNET") {
             self.run(|b| b.is_ascii_alphanumeric() || b == b'_')?;
-            return std::str::from_utf8(&self.s[start..self.at]).ok();
+            return self.str_at(start..self.at);
         }
         None
     }

@@ -7,11 +7,26 @@ use std::ops::Range;
 pub(super) struct Reader<'a> {
     pub(super) s: &'a [u8],
     pub(super) at: usize,
+    /// `s` as text when it is valid UTF-8 (checked once, not per field:
+    /// a channel line gives five text fields).
+    text: Option<&'a str>,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(s: &'a [u8]) -> Reader<'a> {
-        Reader { s, at: 0 }
+        Reader {
+            s,
+            at: 0,
+            text: std::str::from_utf8(s).ok(),
+        }
+    }
+
+    /// The text of `s[range]`, where it is valid UTF-8.
+    pub(super) fn str_at(&self, range: Range<usize>) -> Option<&'a str> {
+        match self.text {
+            Some(text) => text.get(range),
+            None => std::str::from_utf8(self.s.get(range)?).ok(),
+        }
     }
 
     pub(super) fn rest(&self) -> &'a [u8] {
@@ -45,8 +60,9 @@ impl<'a> Reader<'a> {
         if rest.get(len).is_some_and(|b| !b.is_ascii()) {
             return None;
         }
+        let start = self.at;
         self.at += len;
-        std::str::from_utf8(&rest[..len]).ok()
+        self.str_at(start..self.at)
     }
 
     /// `\d+` as a field of kind int (a value too large for one stays text in
