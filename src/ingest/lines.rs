@@ -37,14 +37,15 @@ pub struct Chunk<'a> {
 
 pub struct ChunkReader<R> {
     reader: R,
-    /// Always initialised to its full length, so reading into it never
-    /// zeroes it again: the bytes read are `buf[..filled]`.
+    /// The bytes read and not yet dropped; read into its spare capacity,
+    /// which is never zeroed.
     buf: Vec<u8>,
-    filled: usize,
     /// Bytes of `buf` already handed out in an earlier chunk.
     consumed: usize,
     eof: bool,
     max_line: usize,
+    /// An error met after some bytes of a read: reported by the next one.
+    failed: Option<io::Error>,
     /// Inside an over-long line whose head was already emitted.
     skipping: bool,
     next_line: u64,
@@ -69,18 +70,17 @@ impl<R: Read> ChunkReader<R> {
 
     fn starting_with(reader: R, mut buf: Vec<u8>, max_line: usize) -> Self {
         let max_line = max_line.max(1);
-        let filled = buf.len();
         let stats = LineStats {
-            bytes: filled as u64,
+            bytes: buf.len() as u64,
             ..LineStats::default()
         };
-        buf.resize(buf.len().max(READ_SIZE + max_line), 0);
+        buf.reserve((READ_SIZE + max_line).saturating_sub(buf.len()));
         ChunkReader {
             reader,
             buf,
-            filled,
             consumed: 0,
             eof: false,
+            failed: None,
             max_line,
             skipping: false,
             next_line: 1,
@@ -105,7 +105,7 @@ impl<R: Read> ChunkReader<R> {
             if self.skipping {
                 self.skip_rest_of_long_line();
             }
-            if !self.skipping && self.filled > 0 {
+            if !self.skipping && !self.buf.is_empty() {
                 // The buffer starts at a line start here.
                 match memchr::memchr(b'\n', self.data()) {
                     Some(first) if first > self.max_line => return Ok(Some(self.emit_truncated())),
@@ -113,11 +113,11 @@ impl<R: Read> ChunkReader<R> {
                         let end = self.end_of_lines_within_cap();
                         return Ok(Some(self.emit(end, false)));
                     }
-                    None if self.filled > self.max_line => {
+                    None if self.buf.len() > self.max_line => {
                         return Ok(Some(self.emit_truncated()));
                     }
                     None if self.eof => {
-                        let end = self.filled;
+                        let end = self.buf.len();
                         return Ok(Some(self.emit(end, false)));
                     }
                     None => {}
@@ -169,13 +169,12 @@ impl<R: Read> ChunkReader<R> {
 
     /// The bytes read and not yet dropped.
     fn data(&self) -> &[u8] {
-        &self.buf[..self.filled]
+        &self.buf
     }
 
     /// Drops the first `n` bytes read, moving the rest to the front.
     fn drop_front(&mut self, n: usize) {
-        self.buf.copy_within(n..self.filled, 0);
-        self.filled -= n;
+        self.buf.drain(..n);
     }
 
     /// Drops bytes up to and including the newline ending an over-long line.
@@ -187,7 +186,7 @@ impl<R: Read> ChunkReader<R> {
                 self.next_line += 1;
             }
             None => {
-                self.filled = 0;
+                self.buf.clear();
                 if self.eof {
                     self.skipping = false;
                     self.next_line += 1;
@@ -197,23 +196,25 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn fill(&mut self) -> io::Result<()> {
-        let start = self.filled;
-        // Room for a read: the bytes kept are at most a capped line (a
-        // longer one is emitted cut before the next read), so this grows
-        // the buffer only past a caller's oversized start.
-        if self.buf.len() < start + READ_SIZE {
-            self.buf.resize(start + READ_SIZE, 0);
+        // `read_to_end` reads into the spare capacity without zeroing it
+        // first (zeroing a fresh buffer per file cost more than the reads),
+        // and stops at the stream's end or after `READ_SIZE` bytes: a short
+        // read is the end, so the empty read that would confirm it is saved.
+        if let Some(e) = self.failed.take() {
+            return Err(e);
         }
-        let n = loop {
-            match self.reader.read(&mut self.buf[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        };
-        self.filled = start + n;
+        let before = self.buf.len();
+        let result = (&mut self.reader)
+            .take(READ_SIZE as u64)
+            .read_to_end(&mut self.buf);
+        let n = self.buf.len() - before;
         self.stats.bytes += n as u64;
-        self.eof = n == 0;
+        match result {
+            // What came before an error is handed out first.
+            Err(e) if n > 0 => self.failed = Some(e),
+            Err(e) => return Err(e),
+            Ok(_) => self.eof = n < READ_SIZE,
+        }
         Ok(())
     }
 }
@@ -315,6 +316,29 @@ mod tests {
             }
             assert_eq!((lines, r.stats()), whole, "head cut at {cut}");
         }
+    }
+
+    /// Gives its pieces one read at a time, then fails.
+    struct FailsAfter(Vec<&'static [u8]>);
+
+    impl Read for FailsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(io::Error::other("disk gone"));
+            }
+            let piece = self.0.remove(0);
+            buf[..piece.len()].copy_from_slice(piece);
+            Ok(piece.len())
+        }
+    }
+
+    #[test]
+    fn lines_read_before_an_error_are_handed_out_before_it() {
+        let mut r = ChunkReader::new(FailsAfter(vec![b"one\n", b"two\nthr"]));
+        let chunk = r.next_chunk().unwrap().unwrap();
+        let lines: Vec<_> = lines_of(&chunk).map(|(n, l)| (n, l.to_vec())).collect();
+        assert_eq!(lines, [(1, b"one".to_vec()), (2, b"two".to_vec())]);
+        assert!(r.next_chunk().is_err());
     }
 
     #[test]
