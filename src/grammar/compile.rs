@@ -28,7 +28,12 @@ pub struct Pattern {
     /// Fields ignored when deciding a match only repeats an earlier one
     /// (`None`: every match is kept).
     pub repeats_differ_in: Option<Vec<&'static str>>,
-    regex: Regex,
+    /// The regex's text; the regex itself is built on first use for the
+    /// built-in grammars (a job meets a fifth of their patterns, and
+    /// building all cost a tenth of a second at every start), at once for a
+    /// user's (so a mistake shows before any input is read).
+    regex_src: Box<str>,
+    regex: OnceLock<Regex>,
     /// The same regex held to the start of the text (`^(?:…)`), tried
     /// first: most matches start there, and a match held to the start is
     /// found in one pass instead of three (forward, backward, captures).
@@ -108,6 +113,7 @@ impl Grammar {
     pub fn compile(files: &[(String, String)]) -> Result<Grammar, GrammarError> {
         let mut specs = Vec::new();
         for (file, text) in files {
+            let builtin = super::BUILTIN.iter().any(|(n, t)| n == file && t == text);
             let parsed: GrammarFile =
                 toml::from_str(text).map_err(|source| GrammarError::Toml {
                     file: file.clone(),
@@ -118,14 +124,13 @@ impl Grammar {
                 parsed
                     .patterns
                     .into_iter()
-                    .map(|spec| (file.as_str(), source.clone(), spec)),
+                    .map(|spec| (file.as_str(), source.clone(), spec, builtin)),
             );
         }
-        // Building the regexes is most of the start-up time of every run;
-        // the first error in file order is the one reported.
+        // The first error in file order is the one reported.
         let compiled: Vec<Result<Pattern, GrammarError>> = specs
             .into_par_iter()
-            .map(|(file, source, spec)| compile_pattern(file, &source, spec))
+            .map(|(file, source, spec, lazy)| compile_pattern(file, &source, spec, lazy))
             .collect();
         let patterns: Vec<Pattern> = compiled.into_iter().collect::<Result<_, _>>()?;
         check_unique_ids(&patterns)?;
@@ -198,7 +203,7 @@ impl Grammar {
         in_order.find_map(|&i| {
             let p = self.pattern(i);
             let locs =
-                scratch.locations[i as usize].get_or_insert_with(|| p.regex.capture_locations());
+                scratch.locations[i as usize].get_or_insert_with(|| p.regex().capture_locations());
             p.try_match(p.scope_of(line, body_start), locs)
         })
     }
@@ -304,9 +309,17 @@ impl Pattern {
         }
     }
 
+    /// The pattern's regex, built on first use where it was not at once.
+    fn regex(&self) -> &Regex {
+        self.regex.get_or_init(|| {
+            Regex::new(&self.regex_src)
+                .expect("a built-in regex that parsed when its grammar was compiled builds")
+        })
+    }
+
     /// Fresh capture buffers for [`Pattern::regex_match`].
     pub fn capture_locations(&self) -> regex::bytes::CaptureLocations {
-        self.regex.capture_locations()
+        self.regex().capture_locations()
     }
 
     /// Runs the regex alone on `body` and extracts typed fields.
@@ -317,12 +330,12 @@ impl Pattern {
     ) -> Option<Match<'_>> {
         let at_start = self
             .at_start
-            .get_or_init(|| Regex::new(&format!("^(?:{})", self.regex.as_str())).ok());
+            .get_or_init(|| Regex::new(&format!("^(?:{})", self.regex_src)).ok());
         if at_start
             .as_ref()
             .is_none_or(|r| r.captures_read(locs, body).is_none())
         {
-            self.regex.captures_read(locs, body)?;
+            self.regex().captures_read(locs, body)?;
         }
         Some(Match {
             pattern: self,
@@ -355,10 +368,13 @@ impl Pattern {
     }
 }
 
+/// Compiles one pattern; `lazy`: its regex is built on first use (the
+/// built-in grammars, whose regexes the tests build).
 fn compile_pattern(
     file: &str,
     source: &Arc<str>,
     spec: PatternSpec,
+    lazy: bool,
 ) -> Result<Pattern, GrammarError> {
     let fail = |reason: String| GrammarError::Pattern {
         file: file.into(),
@@ -390,12 +406,28 @@ fn compile_pattern(
                 .into(),
         ));
     }
-    let regex = Regex::new(&spec.regex).map_err(|source| GrammarError::Regex {
+    let regex_error = |source| GrammarError::Regex {
         file: file.into(),
         id: spec.id.clone(),
         source,
-    })?;
-    let captures = capture_kinds(&regex, &spec).map_err(fail)?;
+    };
+    // Parsing gives the groups; building waits for the first line where
+    // the pattern is a candidate. A regex that does not parse is built at
+    // once, for the error the regex crate gives.
+    let parsed = lazy.then(|| parse_groups(&spec.regex)).flatten();
+    let (regex, groups) = match parsed {
+        Some(groups) => (OnceLock::new(), groups),
+        None => {
+            let regex = Regex::new(&spec.regex).map_err(regex_error)?;
+            let groups = regex
+                .capture_names()
+                .enumerate()
+                .filter_map(|(i, n)| n.map(|n| (i, n.to_string())))
+                .collect();
+            (OnceLock::from(regex), groups)
+        }
+    };
+    let captures = capture_kinds(&groups, &spec).map_err(fail)?;
     if let Some(bad) = spec
         .repeats_differ_in
         .iter()
@@ -435,6 +467,7 @@ fn compile_pattern(
         scope: spec.scope,
         accelerator,
         listed_ignored,
+        regex_src: spec.regex.as_str().into(),
         regex,
         at_start: OnceLock::new(),
         slots: slots(captures, constants),
@@ -471,16 +504,44 @@ fn listed_ignored(
         .fold(0u32, |mask, (slot, _)| mask | 1 << slot))
 }
 
+/// The named groups of a regex (group index, name), found by parsing it as
+/// the regex crate does for a byte regex, without building it; `None` when
+/// it does not parse.
+fn parse_groups(regex: &str) -> Option<Vec<(usize, String)>> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(regex)
+        .ok()?;
+    let mut groups = Vec::new();
+    named_groups(&hir, &mut groups);
+    groups.sort();
+    Some(groups)
+}
+
+fn named_groups(hir: &regex_syntax::hir::Hir, out: &mut Vec<(usize, String)>) {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Capture(c) => {
+            if let Some(name) = &c.name {
+                out.push((c.index as usize, name.to_string()));
+            }
+            named_groups(&c.sub, out);
+        }
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+            subs.iter().for_each(|h| named_groups(h, out));
+        }
+        HirKind::Repetition(r) => named_groups(&r.sub, out),
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => {}
+    }
+}
+
 /// Each named capture: its name, group index and field kind.
 fn capture_kinds(
-    regex: &Regex,
+    groups: &[(usize, String)],
     spec: &PatternSpec,
 ) -> Result<Vec<(&'static str, usize, FieldKind)>, String> {
-    let names: Vec<(usize, &str)> = regex
-        .capture_names()
-        .enumerate()
-        .filter_map(|(i, n)| n.map(|n| (i, n)))
-        .collect();
+    let names: Vec<(usize, &str)> = groups.iter().map(|(i, n)| (*i, n.as_str())).collect();
     if let Some(unknown) = spec
         .fields
         .keys()
@@ -589,6 +650,39 @@ mod tests {
     fn grammar_of(pattern: &str) -> Result<Grammar, GrammarError> {
         let toml = format!("source = \"test\"\n[[pattern]]\n{pattern}");
         Grammar::compile(&[("test.toml".into(), toml)])
+    }
+
+    /// Built-in regexes are built on first use: every one must build (the
+    /// `expect` in `Pattern::regex` relies on it), and the groups read by
+    /// parsing must be the built regex's.
+    #[test]
+    fn every_built_in_regex_builds_with_the_groups_its_parse_gave() {
+        let grammar = Grammar::builtin().unwrap();
+        assert!(grammar.patterns().len() > 100);
+        for p in grammar.patterns() {
+            assert!(p.regex.get().is_none(), "{} was built at once", p.id);
+            let built: Vec<(usize, String)> = p
+                .regex()
+                .capture_names()
+                .enumerate()
+                .filter_map(|(i, n)| n.map(|n| (i, n.to_string())))
+                .collect();
+            assert_eq!(parse_groups(&p.regex_src), Some(built), "{}", p.id);
+        }
+    }
+
+    #[test]
+    fn a_user_grammar_is_built_at_once_and_its_regex_errors_show() {
+        let ok = grammar_of(
+            "id = \"u.x\"\ntitle = \"t\"\nevent = \"nccl_warn\"\nliterals = [\"x\"]\nregex = 'x(?P<n>\\d+)'\n",
+        )
+        .unwrap();
+        assert!(ok.patterns()[0].regex.get().is_some());
+        let err = grammar_of(
+            "id = \"u.y\"\ntitle = \"t\"\nevent = \"nccl_warn\"\nliterals = [\"y\"]\nregex = 'y(?P<n>\\d+'\n",
+        )
+        .unwrap_err();
+        assert!(matches!(err, GrammarError::Regex { .. }), "{err}");
     }
 
     /// The match held to the start is tried first; wherever it answers it
