@@ -37,8 +37,7 @@ pub struct Chunk<'a> {
 
 pub struct ChunkReader<R> {
     reader: R,
-    /// The bytes read and not yet dropped; read into its spare capacity,
-    /// which is never zeroed.
+    /// The bytes read and not yet dropped; read into its spare capacity.
     buf: Vec<u8>,
     /// Bytes of `buf` already handed out in an earlier chunk.
     consumed: usize,
@@ -196,10 +195,11 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn fill(&mut self) -> io::Result<()> {
-        // `read_to_end` reads into the spare capacity without zeroing it
-        // first (zeroing a fresh buffer per file cost more than the reads),
-        // and stops at the stream's end or after `READ_SIZE` bytes: a short
-        // read is the end, so the empty read that would confirm it is saved.
+        // `read_to_end` reads into the spare capacity, preparing only as
+        // much of it as each read asks for (the buffer was zeroed whole, 256
+        // KiB, for every read of every file), and stops at the stream's end
+        // or after `READ_SIZE` bytes: a short read is the end, so the empty
+        // read that would confirm it is saved.
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
