@@ -1,9 +1,9 @@
 //! What every table parser shares: numbered lines with ANSI colours stripped,
 //! the file's host and time, and building records that cite their line.
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::cell::RefCell;
-use rustc_hash::FxHashMap;
 use std::num::NonZeroU64;
 use std::sync::LazyLock;
 
