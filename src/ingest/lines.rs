@@ -98,7 +98,7 @@ impl<R: Read> ChunkReader<R> {
 
     /// The next chunk of whole lines, or `None` at the end of the stream.
     pub fn next_chunk(&mut self) -> io::Result<Option<Chunk<'_>>> {
-        self.drop_front(self.consumed);
+        self.buf.drain(..self.consumed);
         self.consumed = 0;
         loop {
             if self.skipping {
@@ -106,7 +106,7 @@ impl<R: Read> ChunkReader<R> {
             }
             if !self.skipping && !self.buf.is_empty() {
                 // The buffer starts at a line start here.
-                match memchr::memchr(b'\n', self.data()) {
+                match memchr::memchr(b'\n', &self.buf) {
                     Some(first) if first > self.max_line => return Ok(Some(self.emit_truncated())),
                     Some(_) => {
                         let end = self.end_of_lines_within_cap();
@@ -133,7 +133,7 @@ impl<R: Read> ChunkReader<R> {
     /// the first line longer than the cap (which the next call truncates).
     fn end_of_lines_within_cap(&self) -> usize {
         let mut line_start = 0;
-        for nl in memchr::memchr_iter(b'\n', self.data()) {
+        for nl in memchr::memchr_iter(b'\n', &self.buf) {
             if nl - line_start > self.max_line {
                 return line_start;
             }
@@ -166,21 +166,11 @@ impl<R: Read> ChunkReader<R> {
         }
     }
 
-    /// The bytes read and not yet dropped.
-    fn data(&self) -> &[u8] {
-        &self.buf
-    }
-
-    /// Drops the first `n` bytes read, moving the rest to the front.
-    fn drop_front(&mut self, n: usize) {
-        self.buf.drain(..n);
-    }
-
     /// Drops bytes up to and including the newline ending an over-long line.
     fn skip_rest_of_long_line(&mut self) {
-        match memchr::memchr(b'\n', self.data()) {
+        match memchr::memchr(b'\n', &self.buf) {
             Some(pos) => {
-                self.drop_front(pos + 1);
+                self.buf.drain(..=pos);
                 self.skipping = false;
                 self.next_line += 1;
             }
