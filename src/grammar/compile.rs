@@ -49,6 +49,9 @@ pub struct Pattern {
     /// `repeats_differ_in` names, one bit each (found once here, not by
     /// comparing names on every line).
     listed_ignored: u32,
+    /// For a reader that lists fields: the slots of `src` and `dst`, where
+    /// it lists both (a channel line's two ranks, read on every line).
+    listed_ends: Option<(u8, u8)>,
     /// What fills each field, sorted by name: a named capture or a constant
     /// (`set`, which wins over a capture of the same name).
     slots: Vec<(&'static str, Slot)>,
@@ -269,6 +272,11 @@ impl Pattern {
         self.listed_ignored & (1u32 << slot) != 0
     }
 
+    /// The slots its reader lists `src` and `dst` in, if it lists both.
+    pub fn listed_ends(&self) -> Option<(u8, u8)> {
+        self.listed_ends
+    }
+
     /// Whether the pattern's lines come in runs that its accelerator reads
     /// one by one (it lists their fields unpacked).
     pub fn reads_runs(&self) -> bool {
@@ -443,6 +451,15 @@ fn compile_pattern(
         }
         _ => 0,
     };
+    let listed_ends = match accelerator {
+        Some(Accelerator::Fields(reader)) => {
+            let slot = |name: &str| reader.names.iter().position(|n| *n == name);
+            slot("src")
+                .zip(slot("dst"))
+                .map(|(s, d)| (s as u8, d as u8))
+        }
+        _ => None,
+    };
     let constants = spec
         .set
         .iter()
@@ -467,6 +484,7 @@ fn compile_pattern(
         scope: spec.scope,
         accelerator,
         listed_ignored,
+        listed_ends,
         regex_src: spec.regex.as_str().into(),
         regex,
         at_start: OnceLock::new(),

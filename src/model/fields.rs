@@ -292,20 +292,19 @@ impl<'a> FieldList<'a> {
             .map(|(slot, value)| (self.names[usize::from(slot)], value))
     }
 
-    /// Each entry as [`Fields::raw`] would give it once packed (an integer's
-    /// bytes written on the stack: this runs for every channel line), with
-    /// its slot.
-    pub fn visit_raw(&self, mut visit: impl FnMut(u8, &[u8], u8, &[u8])) {
-        let mut scratch = [0u8; MAX_VARINT];
-        for (slot, value) in self.slots() {
-            let name = self.names[usize::from(slot)].as_bytes();
-            match value {
-                FieldRef::Int(n) => {
-                    let len = varint_into(zigzag(n), &mut scratch);
-                    visit(slot, name, INT, &scratch[..len]);
-                }
-                FieldRef::Text(t) => visit(slot, name, TEXT, t.as_bytes()),
+    /// Appends the field in `slot` to a key as [`put_key_field`] writes a
+    /// packed one (an integer's bytes encoded on the stack: this runs for
+    /// every channel line), so equal fields make equal keys whichever way
+    /// the line was read.
+    pub fn put_key_field(&self, key: &mut Vec<u8>, slot: u8, value: FieldRef<'_>) {
+        let name = self.names.get(usize::from(slot)).map_or("", |n| n);
+        match value {
+            FieldRef::Int(n) => {
+                let mut scratch = [0u8; MAX_VARINT];
+                let len = varint_into(zigzag(n), &mut scratch);
+                put_key_field(key, name.as_bytes(), INT, &scratch[..len]);
             }
+            FieldRef::Text(t) => put_key_field(key, name.as_bytes(), TEXT, t.as_bytes()),
         }
     }
 
@@ -344,6 +343,17 @@ pub fn put_varint(buf: &mut Vec<u8>, n: u64) {
     let mut bytes = [0u8; MAX_VARINT];
     let len = varint_into(n, &mut bytes);
     buf.extend_from_slice(&bytes[..len]);
+}
+
+/// Appends a field as [`Fields::raw`] gives it (name, kind, value bytes)
+/// to a key, each part self-delimiting (LEB128 lengths), so equal keys
+/// mean equal fields.
+pub fn put_key_field(key: &mut Vec<u8>, name: &[u8], kind: u8, value: &[u8]) {
+    put_varint(key, name.len() as u64);
+    key.extend_from_slice(name);
+    key.push(kind);
+    put_varint(key, value.len() as u64);
+    key.extend_from_slice(value);
 }
 
 /// The most bytes a `u64` takes as LEB128.
@@ -441,17 +451,16 @@ mod tests {
         list.push(2, FieldRef::Int(i64::MAX));
         assert!(list.complete());
         let packed = list.to_fields();
-        let mut listed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = Vec::new();
-        let mut slots = Vec::new();
-        list.visit_raw(|slot, n, k, v| {
-            slots.push(slot);
-            listed_raw.push((n.to_vec(), k, v.to_vec()));
-        });
-        let packed_raw: Vec<(Vec<u8>, u8, Vec<u8>)> = packed
-            .raw()
-            .map(|(n, k, v)| (n.to_vec(), k, v.to_vec()))
-            .collect();
-        assert_eq!(listed_raw, packed_raw);
+        let mut listed_key = Vec::new();
+        for (slot, value) in list.slots() {
+            list.put_key_field(&mut listed_key, slot, value);
+        }
+        let mut packed_key = Vec::new();
+        for (name, kind, value) in packed.raw() {
+            put_key_field(&mut packed_key, name, kind, value);
+        }
+        assert_eq!(listed_key, packed_key);
+        let slots: Vec<u8> = list.slots().map(|(slot, _)| slot).collect();
         assert_eq!(slots, [0, 1, 2]);
         assert_eq!(packed.int("a"), Some(-300));
         assert_eq!(packed.text("b"), Some("x y"));

@@ -18,7 +18,7 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats, stream_buffer};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::fields::{put_varint, same_name};
+use crate::model::fields::{decode, put_key_field, put_varint, same_name};
 use crate::model::{
     Event, EventKind, FieldList, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
 };
@@ -502,25 +502,6 @@ enum LineFields<'l, 'a> {
 }
 
 impl LineFields<'_, '_> {
-    /// Each field as packed bytes (name, kind, value), alike for both
-    /// forms, so a repeat key is the same whichever lane read the line;
-    /// with whether `pattern`'s repeats may differ in it (for a listed
-    /// field, known by its slot).
-    fn visit_raw(&self, pattern: &Pattern, mut visit: impl FnMut(&[u8], u8, &[u8], bool)) {
-        match self {
-            LineFields::Packed(fields) => {
-                let ignored = pattern.repeats_differ_in.as_deref().unwrap_or_default();
-                for (name, kind, value) in fields.raw() {
-                    let skip = ignored.iter().any(|i| same_name(i.as_bytes(), name));
-                    visit(name, kind, value, skip);
-                }
-            }
-            LineFields::Listed(list) => list.visit_raw(|slot, name, kind, value| {
-                visit(name, kind, value, pattern.ignores_listed(slot));
-            }),
-        }
-    }
-
     fn into_fields(self) -> Fields {
         match self {
             LineFields::Packed(fields) => fields,
@@ -565,33 +546,69 @@ fn read_fields(
             link: None,
         };
     }
-    let (mut src, mut dst) = (None, None);
-    fields.visit_raw(pattern, |name, kind, value, may_differ| {
-        if channel {
-            let end = match name {
-                b"src" => Some(&mut src),
-                b"dst" => Some(&mut dst),
-                _ => None,
-            };
-            if let Some(end) = end {
-                *end = crate::model::fields::decode(kind, value)
-                    .and_then(FieldRef::as_int)
-                    .and_then(|n| u32::try_from(n).ok());
-            }
-        }
-        if !keyed || may_differ {
-            return;
-        }
-        put_varint(key, name.len() as u64);
-        key.extend_from_slice(name);
-        key.push(kind);
-        put_varint(key, value.len() as u64);
-        key.extend_from_slice(value);
-    });
+    let link = match fields {
+        LineFields::Packed(fields) => read_packed(key, pattern, keyed, fields),
+        LineFields::Listed(list) => read_listed(key, pattern, keyed, list),
+    };
     FieldsRead {
         repeats: keyed,
-        link: src.zip(dst).filter(|_| channel),
+        link: link.filter(|_| channel),
     }
+}
+
+/// [`read_fields`] over packed fields: a field is known by its name.
+fn read_packed(
+    key: &mut Vec<u8>,
+    pattern: &Pattern,
+    keyed: bool,
+    fields: &Fields,
+) -> Option<(u32, u32)> {
+    let ignored = pattern.repeats_differ_in.as_deref().unwrap_or_default();
+    let (mut src, mut dst) = (None, None);
+    for (name, kind, value) in fields.raw() {
+        let end = match name {
+            b"src" => Some(&mut src),
+            b"dst" => Some(&mut dst),
+            _ => None,
+        };
+        if let Some(end) = end {
+            *end = decode(kind, value).and_then(rank_of);
+        }
+        if keyed && !ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
+            put_key_field(key, name, kind, value);
+        }
+    }
+    src.zip(dst)
+}
+
+/// [`read_fields`] over an accelerator's list (nine in ten channel lines):
+/// a field is known by its slot, and the fields a repeat may differ in
+/// (most of a channel line's) are passed over without being encoded.
+fn read_listed(
+    key: &mut Vec<u8>,
+    pattern: &Pattern,
+    keyed: bool,
+    list: &FieldList<'_>,
+) -> Option<(u32, u32)> {
+    let ends = pattern.listed_ends();
+    let (mut src, mut dst) = (None, None);
+    for (slot, value) in list.slots() {
+        if let Some((s, d)) = ends {
+            if slot == s {
+                src = rank_of(value);
+            } else if slot == d {
+                dst = rank_of(value);
+            }
+        }
+        if keyed && !pattern.ignores_listed(slot) {
+            list.put_key_field(key, slot, value);
+        }
+    }
+    src.zip(dst)
+}
+
+fn rank_of(value: FieldRef<'_>) -> Option<u32> {
+    value.as_int().and_then(|n| u32::try_from(n).ok())
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the
