@@ -162,8 +162,7 @@ impl Fields {
     fn find(&self, name: &str) -> Option<FieldRef<'_>> {
         let name = name.as_bytes();
         let first = *name.first()?;
-        let mut rest = Entries { rest: &self.0 };
-        while let Some((k, kind, payload)) = rest.next() {
+        for (k, kind, payload) in self.raw() {
             match k.first().map(|&b| b.cmp(&first)) {
                 Some(std::cmp::Ordering::Greater) => return None,
                 Some(std::cmp::Ordering::Equal) if same_name(k, name) => {
