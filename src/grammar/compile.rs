@@ -277,6 +277,16 @@ impl Pattern {
         self.listed_ends
     }
 
+    /// The slot its reader lists the field `name` in, if it lists fields
+    /// and that one.
+    pub fn listed_slot(&self, name: &[u8]) -> Option<u8> {
+        let Some(Accelerator::Fields(reader)) = self.accelerator else {
+            return None;
+        };
+        let slot = reader.names.binary_search_by(|n| n.as_bytes().cmp(name));
+        slot.ok().and_then(|s| u8::try_from(s).ok())
+    }
+
     /// Whether the pattern's lines come in runs that its accelerator reads
     /// one by one (it lists their fields unpacked).
     pub fn reads_runs(&self) -> bool {

@@ -8,6 +8,7 @@ pub mod kernel;
 pub mod lint;
 pub mod nccl;
 pub mod paste;
+mod repeat_key;
 pub mod scan;
 pub mod selftest;
 pub mod split;

@@ -18,13 +18,13 @@ use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats, stream_buffer};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
-use crate::model::fields::{decode, put_key_field, put_varint, same_name};
 use crate::model::{
-    Event, EventKind, FieldList, FieldRef, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
+    Event, EventKind, FieldList, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
 };
 
 use super::frame::{Frame, frame};
 use super::paste::unpaste;
+use super::repeat_key::{LineFields, read_fields};
 use super::tables::{MAX_TABLE_BYTES, parse_table};
 
 /// Lines in a row the line-by-line lane reads without an accelerator
@@ -492,123 +492,6 @@ impl Scanner<'_> {
         self.seen_repeats.insert(key, next);
         next
     }
-}
-
-/// A match's fields: packed (a regex's, or any match the literal scan's
-/// path made), or as an accelerator listed them (packed only if kept).
-enum LineFields<'l, 'a> {
-    Packed(Fields),
-    Listed(&'l FieldList<'a>),
-}
-
-impl LineFields<'_, '_> {
-    fn into_fields(self) -> Fields {
-        match self {
-            LineFields::Packed(fields) => fields,
-            LineFields::Listed(list) => list.to_fields(),
-        }
-    }
-}
-
-/// What one walk over a match's fields gives every line: whether its
-/// pattern folds repeats (its key then written), and a channel line's two
-/// ranks.
-struct FieldsRead {
-    repeats: bool,
-    link: Option<(u32, u32)>,
-}
-
-/// Reads a match's fields once (this runs for every channel line). The
-/// repeat key of a `repeats_differ_in` pattern is what makes a match a new
-/// fact: the pattern, the process, and every field but the ones it may
-/// differ in; every part is self-delimiting (LEB128 lengths and numbers), so
-/// equal keys mean equal parts.
-fn read_fields(
-    key: &mut Vec<u8>,
-    pattern: &Pattern,
-    who: &Who,
-    fields: &LineFields<'_, '_>,
-) -> FieldsRead {
-    let keyed = pattern.repeats_differ_in.is_some();
-    let channel = pattern.kind == EventKind::NcclChannel;
-    if keyed {
-        key.clear();
-        key.extend_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
-        for id in [who.pid, who.rank, who.local_rank] {
-            put_varint(key, id.map_or(0, |n| u64::from(n) + 1));
-        }
-        let host = who.host.as_deref().unwrap_or("");
-        put_varint(key, host.len() as u64);
-        key.extend_from_slice(host.as_bytes());
-    } else if !channel {
-        return FieldsRead {
-            repeats: false,
-            link: None,
-        };
-    }
-    let link = match fields {
-        LineFields::Packed(fields) => read_packed(key, pattern, keyed, fields),
-        LineFields::Listed(list) => read_listed(key, pattern, keyed, list),
-    };
-    FieldsRead {
-        repeats: keyed,
-        link: link.filter(|_| channel),
-    }
-}
-
-/// [`read_fields`] over packed fields: a field is known by its name.
-fn read_packed(
-    key: &mut Vec<u8>,
-    pattern: &Pattern,
-    keyed: bool,
-    fields: &Fields,
-) -> Option<(u32, u32)> {
-    let ignored = pattern.repeats_differ_in.as_deref().unwrap_or_default();
-    let (mut src, mut dst) = (None, None);
-    for (name, kind, value) in fields.raw() {
-        let end = match name {
-            b"src" => Some(&mut src),
-            b"dst" => Some(&mut dst),
-            _ => None,
-        };
-        if let Some(end) = end {
-            *end = decode(kind, value).and_then(rank_of);
-        }
-        if keyed && !ignored.iter().any(|i| same_name(i.as_bytes(), name)) {
-            put_key_field(key, name, kind, value);
-        }
-    }
-    src.zip(dst)
-}
-
-/// [`read_fields`] over an accelerator's list (nine in ten channel lines):
-/// a field is known by its slot, and the fields a repeat may differ in
-/// (most of a channel line's) are passed over without being encoded.
-fn read_listed(
-    key: &mut Vec<u8>,
-    pattern: &Pattern,
-    keyed: bool,
-    list: &FieldList<'_>,
-) -> Option<(u32, u32)> {
-    let ends = pattern.listed_ends();
-    let (mut src, mut dst) = (None, None);
-    for (slot, value) in list.slots() {
-        if let Some((s, d)) = ends {
-            if slot == s {
-                src = rank_of(value);
-            } else if slot == d {
-                dst = rank_of(value);
-            }
-        }
-        if keyed && !pattern.ignores_listed(slot) {
-            list.put_key_field(key, slot, value);
-        }
-    }
-    src.zip(dst)
-}
-
-fn rank_of(value: FieldRef<'_>) -> Option<u32> {
-    value.as_int().and_then(|n| u32::try_from(n).ok())
 }
 
 /// `[0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1` → `[0] 4/11/14->12->-1`: the
