@@ -85,16 +85,19 @@ impl RankInfo {
     /// The HCAs this rank's network traffic goes through: the ones its channel
     /// lines name, or every listed one when channels were not logged.
     pub fn nics(&self) -> Vec<(String, Option<u32>)> {
-        let used: Vec<_> = self
-            .net_devs_used
+        self.nic_entries().cloned().collect()
+    }
+
+    /// [`RankInfo::nics`] without a copy, in NCCL's index order (the kernel
+    /// placement asks this of every rank of a host for each of its lines).
+    pub fn nic_entries(&self) -> impl Iterator<Item = &(String, Option<u32>)> {
+        let listed = self.nics_listed.len();
+        let any_used = self.net_devs_used.iter().any(|&i| (i as usize) < listed);
+        self.nics_listed
             .iter()
-            .filter_map(|&i| self.nics_listed.get(i as usize).cloned())
-            .collect();
-        if used.is_empty() {
-            self.nics_listed.clone()
-        } else {
-            used
-        }
+            .enumerate()
+            .filter(move |(i, _)| !any_used || self.net_devs_used.contains(&(*i as u32)))
+            .map(|(_, nic)| nic)
     }
 }
 
@@ -292,5 +295,32 @@ impl Job {
             Some(n) => (0..n).collect(),
             None => self.ranks.keys().copied().collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_uses_the_nics_its_channels_name_else_every_listed_one() {
+        let listed = |n: &str, port| (n.to_string(), Some(port));
+        let mut info = RankInfo {
+            nics_listed: vec![
+                listed("mlx5_0", 1),
+                listed("mlx5_3", 1),
+                listed("mlx5_4", 2),
+            ],
+            ..RankInfo::default()
+        };
+        let names = |i: &RankInfo| -> Vec<String> { i.nics().into_iter().map(|n| n.0).collect() };
+        assert_eq!(names(&info), ["mlx5_0", "mlx5_3", "mlx5_4"]);
+        info.net_devs_used = BTreeSet::from([2, 0]);
+        assert_eq!(names(&info), ["mlx5_0", "mlx5_4"]);
+        // An index NCCL never listed names nothing.
+        info.net_devs_used = BTreeSet::from([7]);
+        assert_eq!(names(&info), ["mlx5_0", "mlx5_3", "mlx5_4"]);
+        info.net_devs_used = BTreeSet::from([1, 7]);
+        assert_eq!(names(&info), ["mlx5_3"]);
     }
 }

@@ -369,7 +369,7 @@ fn ranks_of(job: &Job, by_host: &RanksByHost, ev: &Event, place: &KernelPlace) -
             && place
                 .ibdev
                 .as_ref()
-                .is_some_and(|d| info.nics().iter().any(|(n, _)| n == d));
+                .is_some_and(|d| info.nic_entries().any(|(n, _)| n == d));
         if by_gpu || by_pid || by_nic {
             ranks.insert(info.rank);
         }
