@@ -54,7 +54,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
         if !stuck_ranks.is_empty()
             && stuck_ranks
                 .iter()
-                .all(|&r| job.short_host_of_rank(r) == host)
+                .all(|&r| job.short_host_of_rank(r) == host.as_deref())
         {
             choice.best.ranks = stuck_ranks.iter().copied().collect();
         }

@@ -353,7 +353,7 @@ pub fn stuck_ranks(job: &Job, choice: &Choice, hang: Option<&Hang>) -> Vec<u32> 
     if ranks.is_empty()
         && let Some(host) = choice.best.host.as_deref().map(short_host_of)
     {
-        let on_host = |r: &&u32| job.short_host_of_rank(**r).as_deref() == Some(&*host);
+        let on_host = |r: &&u32| job.short_host_of_rank(**r) == Some(&*host);
         ranks.extend(hang.no_logs.iter().filter(on_host).take(8));
     }
     ranks.into_iter().collect()

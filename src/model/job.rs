@@ -239,12 +239,13 @@ impl Job {
             .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
     }
 
-    /// A rank's host as NCCL prints it (the short name), where known.
-    pub fn short_host_of_rank(&self, rank: u32) -> Option<String> {
+    /// A rank's host as NCCL prints it (the short name), where known;
+    /// borrowed (the tree links and the fabric rules ask per edge).
+    pub fn short_host_of_rank(&self, rank: u32) -> Option<&str> {
         self.ranks
             .get(&rank)
             .and_then(|i| i.host.as_deref())
-            .map(super::build::short_host_of)
+            .map(super::build::short_host_in)
     }
 
     /// A job that knows only these ranks and their hosts (for unit tests).

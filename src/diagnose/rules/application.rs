@@ -427,7 +427,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
                 victims >= 2,
                 ctx.job
                     .short_host_of_rank(rank)
-                    .is_some_and(|h| stopped.contains(&h)),
+                    .is_some_and(|h| stopped.contains(h)),
             ) {
                 (true, false) => (0.6, ""),
                 (true, true) => (

@@ -299,7 +299,7 @@ fn stuck_ranks(hang: Option<&Hang>) -> BTreeSet<u32> {
 /// The host these ranks talk to most over the network (NCCL's channel lines).
 fn peer_host(job: &Job, host: Option<&str>, ranks: &BTreeSet<u32>) -> Option<String> {
     let host_of = |r: u32| job.short_host_of_rank(r);
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for l in &job.links {
         let other = if ranks.contains(&l.src) {
             l.dst
@@ -308,12 +308,12 @@ fn peer_host(job: &Job, host: Option<&str>, ranks: &BTreeSet<u32>) -> Option<Str
         } else {
             continue;
         };
-        if let Some(h) = host_of(other).filter(|h| Some(h.as_str()) != host) {
+        if let Some(h) = host_of(other).filter(|h| Some(*h) != host) {
             *counts.entry(h).or_default() += 1;
         }
     }
     counts
         .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(h, _)| h)
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+        .map(|(h, _)| h.to_string())
 }

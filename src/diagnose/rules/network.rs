@@ -298,9 +298,9 @@ fn sole_send_peer_host(job: &Job, rank: u32) -> Option<String> {
         .iter()
         .filter(|l| l.src == rank)
         .filter_map(|l| job.short_host_of_rank(l.dst))
-        .filter(|h| Some(h) != own.as_ref());
+        .filter(|h| Some(*h) != own);
     let first = hosts.next()?;
-    hosts.all(|h| h == first).then_some(first)
+    hosts.all(|h| h == first).then(|| first.to_string())
 }
 
 /// The host whose GID table holds `gid` (NCCL 2.19+ prints the remote GID;

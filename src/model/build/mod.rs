@@ -77,6 +77,11 @@ pub(crate) fn short_host(name: &str) -> &str {
 
 /// [`short_host`], owned: for peer names that no address table knows.
 pub fn short_host_of(name: &str) -> String {
+    short_host_in(name).to_string()
+}
+
+/// [`short_host_of`], borrowed from the name.
+pub(crate) fn short_host_in(name: &str) -> &str {
     let host = name.split('<').next().unwrap_or(name);
-    short_host(host).to_string()
+    short_host(host)
 }
