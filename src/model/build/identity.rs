@@ -15,10 +15,11 @@ use crate::model::{EventKind, Job, RankInfo, Sym};
 type HostPid = (Sym, u32);
 
 pub fn resolve(job: &mut Job) {
-    job.world_size = world_size(job);
+    let inits = init_lines(job);
+    job.world_size = world_size(&inits);
     let summaries = failure_summaries(job);
     let mut by_pid = pid_ranks(job);
-    let mut by_local = local_ranks(job, &by_pid);
+    let mut by_local = local_ranks(job, &inits, &by_pid);
     for s in summaries {
         if let Some(pid) = s.pid {
             by_pid.entry((s.host.clone(), pid)).or_insert(s.rank);
@@ -45,15 +46,57 @@ pub fn resolve(job: &mut Job) {
     resolve_by_host_offset(job, &by_local);
     resolve_by_file(job);
     resolve_by_default_group_rank(job);
-    build_rank_infos(job, &by_pid);
+    build_rank_infos(job, &inits, &by_pid);
+}
+
+/// What rank resolution reads of a communicator init line. Every rank
+/// prints a dozen (196 k lines at 16k ranks), and three walks ask about
+/// them: read once, their fields are not looked up again.
+struct InitLine {
+    idx: usize,
+    nranks: Option<i64>,
+    /// The layout line of NCCL 2.21+ (`localRank`).
+    layout: bool,
+}
+
+fn init_lines(job: &Job) -> Vec<InitLine> {
+    job.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::NcclCommInit)
+        .map(|(idx, e)| InitLine {
+            idx,
+            nranks: e.int("nranks"),
+            layout: e.text_field("phase") == Some("LAYOUT"),
+        })
+        .collect()
+}
+
+/// Finds the init line of each event a walk in event order meets.
+struct InitCursor<'a> {
+    lines: &'a [InitLine],
+    at: usize,
+}
+
+impl<'a> InitCursor<'a> {
+    fn new(lines: &'a [InitLine]) -> Self {
+        InitCursor { lines, at: 0 }
+    }
+
+    /// The init line at `idx`, if that event is one; `idx` must not go back.
+    fn at(&mut self, idx: usize) -> Option<&'a InitLine> {
+        while self.lines.get(self.at).is_some_and(|l| l.idx < idx) {
+            self.at += 1;
+        }
+        self.lines.get(self.at).filter(|l| l.idx == idx)
+    }
 }
 
 /// The world is the largest communicator NCCL initialised.
-fn world_size(job: &Job) -> Option<u32> {
-    job.events
+fn world_size(inits: &[InitLine]) -> Option<u32> {
+    inits
         .iter()
-        .filter(|e| e.kind == EventKind::NcclCommInit)
-        .filter_map(|e| e.int("nranks"))
+        .filter_map(|l| l.nranks)
         .max()
         .map(|n| n as u32)
 }
@@ -146,16 +189,21 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
 
 /// (host, local rank) → global rank: from NCCL's layout line (2.21+) and from
 /// lines that carry both a local-rank and a rank tag (`[default3]:[rank11]:`).
-fn local_ranks(job: &Job, by_pid: &BTreeMap<HostPid, u32>) -> BTreeMap<HostPid, u32> {
+fn local_ranks(
+    job: &Job,
+    inits: &[InitLine],
+    by_pid: &BTreeMap<HostPid, u32>,
+) -> BTreeMap<HostPid, u32> {
     let mut map = BTreeMap::new();
     let mut known = KnownKey::default();
-    for ev in &job.events {
+    let mut init = InitCursor::new(inits);
+    for (idx, ev) in job.events.iter().enumerate() {
         let Some(host) = ev.who.host.as_ref() else {
             continue;
         };
-        let pair = if ev.kind == EventKind::NcclCommInit && ev.text_field("phase") == Some("LAYOUT")
-        {
-            let world = ev.int("nranks").map(|n| n as u32) == job.world_size;
+        let layout = init.at(idx).filter(|l| l.layout);
+        let pair = if let Some(layout) = layout {
+            let world = layout.nranks.map(|n| n as u32) == job.world_size;
             let rank = ev
                 .who
                 .pid
@@ -330,7 +378,7 @@ fn resolve_by_default_group_rank(job: &mut Job) {
     }
 }
 
-fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
+fn build_rank_infos(job: &mut Job, inits: &[InitLine], by_pid: &BTreeMap<HostPid, u32>) {
     let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
     for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
         ranks.insert(
@@ -363,9 +411,11 @@ fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
     // are known, only its init lines can add to it (a map lookup per event
     // was a tenth of the rank resolution at 16k ranks).
     let mut complete: Option<u32> = None;
-    for ev in &job.events {
+    let mut inits = InitCursor::new(inits);
+    for (idx, ev) in job.events.iter().enumerate() {
         let Some(rank) = ev.who.rank else { continue };
-        if complete == Some(rank) && ev.kind != EventKind::NcclCommInit {
+        let init = inits.at(idx);
+        if complete == Some(rank) && init.is_none() {
             continue;
         }
         let info = ranks.entry(rank).or_insert_with(|| RankInfo {
@@ -378,16 +428,15 @@ fn build_rank_infos(job: &mut Job, by_pid: &BTreeMap<HostPid, u32>) {
         if info.local_rank.is_none() {
             info.local_rank = ev.who.local_rank;
         }
-        let world_init = ev.kind == EventKind::NcclCommInit
-            && ev.int("nranks").map(|n| n as u32) == job.world_size;
-        if world_init {
+        let world_init = init.filter(|l| l.nranks.map(|n| n as u32) == job.world_size);
+        if let Some(init) = world_init {
             if info.gpu_bus_id.is_none() {
                 info.gpu_bus_id = ev.text_field("bus_id").map(str::to_string);
             }
             if info.cuda_dev.is_none() {
                 info.cuda_dev = ev.int("cuda_dev").map(|d| d as u32);
             }
-            if ev.text_field("phase") == Some("LAYOUT") {
+            if init.layout {
                 info.local_rank = ev.int("local_rank").map(|l| l as u32).or(info.local_rank);
             }
         }
