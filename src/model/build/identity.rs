@@ -11,14 +11,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{EventKind, Job, RankInfo, Sym};
 
+use super::inits::{InitCursor, InitLines};
+
 /// (host, pid): shared host names, so keys cost a reference count, not a copy.
 type HostPid = (Sym, u32);
 
-pub fn resolve(job: &mut Job) {
-    let inits = init_lines(job);
+/// Resolves every event's rank; returns the communicator init lines it
+/// read (the tree links read them too).
+pub(super) fn resolve(job: &mut Job) -> InitLines {
+    let inits = InitLines::of(job);
     job.world_size = world_size(&inits);
     let summaries = failure_summaries(job);
-    let mut by_pid = pid_ranks(job);
+    let mut by_pid = pid_ranks(job, &inits);
     let mut by_local = local_ranks(job, &inits, &by_pid);
     for s in summaries {
         if let Some(pid) = s.pid {
@@ -47,54 +51,13 @@ pub fn resolve(job: &mut Job) {
     resolve_by_file(job);
     resolve_by_default_group_rank(job);
     build_rank_infos(job, &inits, &by_pid);
-}
-
-/// What rank resolution reads of a communicator init line. Every rank
-/// prints a dozen (196 k lines at 16k ranks), and three walks ask about
-/// them: read once, their fields are not looked up again.
-struct InitLine {
-    idx: usize,
-    nranks: Option<i64>,
-    /// The layout line of NCCL 2.21+ (`localRank`).
-    layout: bool,
-}
-
-fn init_lines(job: &Job) -> Vec<InitLine> {
-    job.events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.kind == EventKind::NcclCommInit)
-        .map(|(idx, e)| InitLine {
-            idx,
-            nranks: e.int("nranks"),
-            layout: e.text_field("phase") == Some("LAYOUT"),
-        })
-        .collect()
-}
-
-/// Finds the init line of each event a walk in event order meets.
-struct InitCursor<'a> {
-    lines: &'a [InitLine],
-    at: usize,
-}
-
-impl<'a> InitCursor<'a> {
-    fn new(lines: &'a [InitLine]) -> Self {
-        InitCursor { lines, at: 0 }
-    }
-
-    /// The init line at `idx`, if that event is one; `idx` must not go back.
-    fn at(&mut self, idx: usize) -> Option<&'a InitLine> {
-        while self.lines.get(self.at).is_some_and(|l| l.idx < idx) {
-            self.at += 1;
-        }
-        self.lines.get(self.at).filter(|l| l.idx == idx)
-    }
+    inits
 }
 
 /// The world is the largest communicator NCCL initialised.
-fn world_size(inits: &[InitLine]) -> Option<u32> {
+fn world_size(inits: &InitLines) -> Option<u32> {
     inits
+        .lines
         .iter()
         .filter_map(|l| l.nranks)
         .max()
@@ -132,7 +95,7 @@ fn failure_summaries(job: &Job) -> Vec<FailedWorker> {
 
 /// (host, pid) → global rank, from init lines of world-sized communicators and
 /// from lines that carry both a rank tag and NCCL's host:pid.
-fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
+fn pid_ranks(job: &Job, inits: &InitLines) -> BTreeMap<HostPid, u32> {
     let mut map = BTreeMap::new();
     let mut known = KnownKey::default();
     for ev in &job.events {
@@ -153,7 +116,7 @@ fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
             known.set(host, pid);
         }
     }
-    for (key, rank) in tree_ranks(job) {
+    for (key, rank) in tree_ranks(job, inits) {
         map.entry(key).or_insert(rank);
     }
     map
@@ -164,7 +127,7 @@ fn pid_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
 /// rank whose init failed on NCCL < 2.18.3 (no init line yet). A process
 /// whose lines name different ranks (several communicators, none known to
 /// be the world's) gives none.
-fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
+fn tree_ranks(job: &Job, inits: &InitLines) -> BTreeMap<HostPid, u32> {
     let mut seen: BTreeMap<HostPid, BTreeSet<u32>> = BTreeMap::new();
     for (idx, ev) in job.events.iter().enumerate() {
         if ev.kind != EventKind::NcclTrees {
@@ -173,7 +136,7 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
         let (Some(host), Some(pid)) = (ev.who.host.as_ref(), ev.who.pid) else {
             continue;
         };
-        let nranks = super::trees::comm_nranks(job, idx);
+        let nranks = inits.comm_nranks(job, idx);
         if nranks.is_some() && nranks != job.world_size.map(i64::from) {
             continue;
         }
@@ -191,12 +154,12 @@ fn tree_ranks(job: &Job) -> BTreeMap<HostPid, u32> {
 /// lines that carry both a local-rank and a rank tag (`[default3]:[rank11]:`).
 fn local_ranks(
     job: &Job,
-    inits: &[InitLine],
+    inits: &InitLines,
     by_pid: &BTreeMap<HostPid, u32>,
 ) -> BTreeMap<HostPid, u32> {
     let mut map = BTreeMap::new();
     let mut known = KnownKey::default();
-    let mut init = InitCursor::new(inits);
+    let mut init = InitCursor::new(&inits.lines);
     for (idx, ev) in job.events.iter().enumerate() {
         let Some(host) = ev.who.host.as_ref() else {
             continue;
@@ -378,7 +341,7 @@ fn resolve_by_default_group_rank(job: &mut Job) {
     }
 }
 
-fn build_rank_infos(job: &mut Job, inits: &[InitLine], by_pid: &BTreeMap<HostPid, u32>) {
+fn build_rank_infos(job: &mut Job, inits: &InitLines, by_pid: &BTreeMap<HostPid, u32>) {
     let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
     for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
         ranks.insert(
@@ -411,7 +374,7 @@ fn build_rank_infos(job: &mut Job, inits: &[InitLine], by_pid: &BTreeMap<HostPid
     // are known, only its init lines can add to it (a map lookup per event
     // was a tenth of the rank resolution at 16k ranks).
     let mut complete: Option<u32> = None;
-    let mut inits = InitCursor::new(inits);
+    let mut inits = InitCursor::new(&inits.lines);
     for (idx, ev) in job.events.iter().enumerate() {
         let Some(rank) = ev.who.rank else { continue };
         let init = inits.at(idx);

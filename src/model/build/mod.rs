@@ -10,6 +10,7 @@ mod counters;
 mod deaths;
 mod flight;
 mod identity;
+mod inits;
 mod kernel;
 mod network;
 mod settings;
@@ -45,7 +46,7 @@ pub fn build(
     // at once (each about half a second at 16k ranks).
     let clues = counters::FileClues::of(&job.files);
     let ports = std::mem::take(&mut job.ports);
-    let (counted, ()) = rayon::join(
+    let (counted, inits) = rayon::join(
         || counters::collect(&clues, &ports, tables.counters),
         || identity::resolve(&mut job),
     );
@@ -54,7 +55,8 @@ pub fn build(
     network::collect(&mut job, &links);
     // Millions of channel ends at scale: free them before the rest is built.
     drop(links);
-    trees::collect(&mut job);
+    trees::collect(&mut job, &inits);
+    drop(inits);
     settings::collect(&mut job);
     collectives::collect(&mut job);
     deaths::collect(&mut job, rules);

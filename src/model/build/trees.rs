@@ -5,17 +5,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Event, EventIdx, EventKind, Job, NetLink};
-
-/// How far from a `Trees` line its communicator's init line may be.
-const INIT_SEARCH: usize = 64;
+use super::inits::InitLines;
+use crate::model::{EventIdx, EventKind, Job, NetLink};
 
 /// Adds the world communicator's tree edges between hosts to `job.links`.
-pub fn collect(job: &mut Job) {
+pub(super) fn collect(job: &mut Job, inits: &InitLines) {
     let world = world_size(job);
     let mut links = Vec::new();
     for (idx, ev) in job.events.iter().enumerate() {
-        if ev.kind != EventKind::NcclTrees || !of_world(job, idx, world) {
+        if ev.kind != EventKind::NcclTrees || !of_world(job, inits, idx, world) {
             continue;
         }
         for (me, peer) in tree_edges(ev.text_field("trees").unwrap_or("")) {
@@ -45,40 +43,15 @@ fn world_size(job: &Job) -> Option<u32> {
 
 /// The line belongs to the world communicator: its communicator counts the
 /// world's ranks or, where no init line says, its rank is the process's own.
-fn of_world(job: &Job, idx: EventIdx, world: Option<u32>) -> bool {
+fn of_world(job: &Job, inits: &InitLines, idx: EventIdx, world: Option<u32>) -> bool {
     let ev = &job.events[idx];
-    match comm_nranks(job, idx) {
+    match inits.comm_nranks(job, idx) {
         Some(n) => world.is_some_and(|w| n == i64::from(w)),
         None => {
             let me = tree_rank(ev.text_field("trees").unwrap_or(""));
             me.is_some() && me == ev.who.rank
         }
     }
-}
-
-/// The size of the communicator a line at `idx` was printed for: from the
-/// next `Init COMPLETE`, else the last `Init START` or layout line before
-/// it, in the same file. `None` where neither is near (an init that failed
-/// on NCCL < 2.18.3).
-pub(super) fn comm_nranks(job: &Job, idx: EventIdx) -> Option<i64> {
-    let file = job.events[idx].origin.file;
-    let same_file = |e: &&Event| e.origin.file == file;
-    let is_init = |e: &&Event| e.kind == EventKind::NcclCommInit;
-    let after = job.events[idx + 1..]
-        .iter()
-        .take(INIT_SEARCH)
-        .take_while(same_file)
-        .find(is_init)
-        .filter(|e| e.text_field("phase") == Some("COMPLETE"));
-    let before = || {
-        job.events[..idx]
-            .iter()
-            .rev()
-            .take(INIT_SEARCH)
-            .take_while(same_file)
-            .find(is_init)
-    };
-    after.or_else(before).and_then(|init| init.int("nranks"))
 }
 
 /// The rank a `Trees` line is printed for (the same in every channel).
