@@ -221,7 +221,13 @@ impl FieldsBuilder {
     }
 
     pub fn finish(self) -> Fields {
-        Fields(self.buf.as_slice().into())
+        let fields = Fields(self.buf.as_slice().into());
+        // A lookup stops at the first name past the one sought.
+        debug_assert!(
+            fields.raw().map(|(name, _, _)| name).is_sorted(),
+            "fields pushed out of name order: {fields:?}"
+        );
+        fields
     }
 }
 
