@@ -10,7 +10,8 @@ use crate::model::{EventIdx, EventKind, Job, NetLink};
 
 /// Adds the world communicator's tree edges between hosts to `job.links`.
 pub(super) fn collect(job: &mut Job, inits: &InitLines) {
-    let world = world_size(job);
+    // Rank resolution set the world's size from the same init lines.
+    let world = job.world_size;
     let mut links = Vec::new();
     for (idx, ev) in job.events.iter().enumerate() {
         if ev.kind != EventKind::NcclTrees || !of_world(job, inits, idx, world) {
@@ -28,17 +29,6 @@ pub(super) fn collect(job: &mut Job, inits: &InitLines) {
     job.links.extend(links);
     job.links.sort_unstable();
     job.links.dedup();
-}
-
-fn world_size(job: &Job) -> Option<u32> {
-    job.world_size.or_else(|| {
-        job.events
-            .iter()
-            .filter(|e| e.kind == EventKind::NcclCommInit)
-            .filter_map(|e| e.int("nranks"))
-            .max()
-            .and_then(|n| u32::try_from(n).ok())
-    })
 }
 
 /// The line belongs to the world communicator: its communicator counts the
