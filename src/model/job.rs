@@ -148,7 +148,7 @@ pub struct Death {
 }
 
 /// A network connection between two ranks, from NCCL's channel lines.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NetLink {
     pub src: u32,
     pub dst: u32,
