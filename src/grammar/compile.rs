@@ -283,8 +283,7 @@ impl Pattern {
         let Some(Accelerator::Fields(reader)) = self.accelerator else {
             return None;
         };
-        let slot = reader.names.binary_search_by(|n| n.as_bytes().cmp(name));
-        slot.ok().and_then(|s| u8::try_from(s).ok())
+        slot_of(reader.names, name)
     }
 
     /// Whether the pattern's lines come in runs that its accelerator reads
@@ -463,10 +462,8 @@ fn compile_pattern(
     };
     let listed_ends = match accelerator {
         Some(Accelerator::Fields(reader)) => {
-            let slot = |name: &str| reader.names.iter().position(|n| *n == name);
-            slot("src")
-                .zip(slot("dst"))
-                .map(|(s, d)| (s as u8, d as u8))
+            let slot = |name: &str| slot_of(reader.names, name.as_bytes());
+            slot("src").zip(slot("dst"))
         }
         _ => None,
     };
@@ -503,6 +500,12 @@ fn compile_pattern(
         literals: spec.literals,
         file: file.into(),
     })
+}
+
+/// Where `name` stands among a reader's sorted field names.
+fn slot_of(names: &[&str], name: &[u8]) -> Option<u8> {
+    let slot = names.binary_search_by(|n| n.as_bytes().cmp(name));
+    slot.ok().and_then(|s| u8::try_from(s).ok())
 }
 
 /// The slots of a reader's field names that a repeat may differ in, one

@@ -23,12 +23,6 @@ pub fn collect(job: &mut Job, links: &[PeerLink]) {
     let mut device_lists: HashMap<String, Vec<IbDevice>> = HashMap::new();
     for i in 0..job.events.len() {
         let ev = &job.events[i];
-        if !matches!(
-            ev.kind,
-            EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
-        ) {
-            continue;
-        }
         // A shared name: cloning it costs a count, not a copy.
         let host = ev.who.host.clone();
         let rank = ev.who.rank;
