@@ -305,9 +305,14 @@ impl Pattern {
 
     /// The part of a line this pattern reads: the message or the whole line.
     fn scope_of<'l>(&self, line: &'l [u8], body_start: usize) -> &'l [u8] {
+        &line[self.scope_start(body_start)..]
+    }
+
+    /// Where the part of a line this pattern reads starts.
+    pub fn scope_start(&self, body_start: usize) -> usize {
         match self.scope {
-            Scope::Message => &line[body_start..],
-            Scope::Line => line,
+            Scope::Message => body_start,
+            Scope::Line => 0,
         }
     }
 

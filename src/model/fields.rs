@@ -10,6 +10,7 @@
 use compact_str::CompactString;
 use serde::Serialize;
 use std::fmt;
+use std::ops::Range;
 
 /// A field value, as a pattern or a rule hands it over.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -246,12 +247,17 @@ pub struct FieldList<'a> {
     /// More than `MAX` were pushed, or a slot past the names: the list is
     /// not to be used.
     overflowed: bool,
+    /// Where some integer fields' digits lie in the text read, by slot.
+    digits: [(u8, u32, u32); FieldList::MAX_DIGIT_RUNS],
+    digit_runs: usize,
 }
 
 impl<'a> FieldList<'a> {
     /// Room for the fields of the patterns that have a reader (a channel
     /// line has at most ten).
     pub const MAX: usize = 12;
+    /// Digit runs a reader may note (a channel line's six numbers).
+    pub const MAX_DIGIT_RUNS: usize = 6;
 
     pub fn new() -> FieldList<'a> {
         FieldList {
@@ -259,6 +265,8 @@ impl<'a> FieldList<'a> {
             entries: [(0, FieldRef::Int(0)); FieldList::MAX],
             len: 0,
             overflowed: false,
+            digits: [(0, 0, 0); FieldList::MAX_DIGIT_RUNS],
+            digit_runs: 0,
         }
     }
 
@@ -267,6 +275,29 @@ impl<'a> FieldList<'a> {
         self.names = names;
         self.len = 0;
         self.overflowed = false;
+        self.digit_runs = 0;
+    }
+
+    /// Notes that the field in `slot` was read from the bytes at `at` of
+    /// the text read, and from nothing else: another line that differs
+    /// from this one only in other digits there reads alike but for that
+    /// field's value. Runs past room are not noted (only a chance to skip
+    /// work is lost).
+    pub fn note_digits(&mut self, slot: u8, at: Range<usize>) {
+        let (Ok(start), Ok(end)) = (u32::try_from(at.start), u32::try_from(at.end)) else {
+            return;
+        };
+        if let Some(run) = self.digits.get_mut(self.digit_runs) {
+            *run = (slot, start, end);
+            self.digit_runs += 1;
+        }
+    }
+
+    /// The digit runs noted, by slot, in the order they were noted.
+    pub fn digit_runs(&self) -> impl Iterator<Item = (u8, Range<usize>)> + '_ {
+        self.digits[..self.digit_runs]
+            .iter()
+            .map(|&(slot, start, end)| (slot, start as usize..end as usize))
     }
 
     /// Appends the field named `names[slot]`; slots must come in

@@ -9,6 +9,7 @@ pub mod lint;
 pub mod nccl;
 pub mod paste;
 mod repeat_key;
+mod run_memo;
 pub mod scan;
 pub mod selftest;
 pub mod split;

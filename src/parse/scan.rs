@@ -25,6 +25,7 @@ use crate::model::{
 use super::frame::{Frame, frame};
 use super::paste::unpaste;
 use super::repeat_key::{LineFields, read_fields};
+use super::run_memo::{Outcome, RunMemo};
 use super::tables::{MAX_TABLE_BYTES, parse_table};
 
 /// Lines in a row the line-by-line lane reads without an accelerator
@@ -255,6 +256,9 @@ struct Scanner<'a> {
     /// The last links pushed, oldest overwritten first.
     recent_links: [PeerLink; RECENT_LINKS],
     recent_at: usize,
+    /// The last lines the line-by-line lane folded, to fold their repeats
+    /// on sight (`None` only in tests, for a reference without it).
+    memo: Option<RunMemo>,
     out: FileParse,
 }
 
@@ -282,6 +286,7 @@ impl<'a> Scanner<'a> {
             hot_lines_left: 0,
             recent_links: [NO_LINK; RECENT_LINKS],
             recent_at: 0,
+            memo: Some(RunMemo::default()),
             out: FileParse::default(),
         }
     }
@@ -373,13 +378,8 @@ impl<'a> Scanner<'a> {
         else {
             return false;
         };
-        self.record(
-            m.pattern,
-            LineFields::Packed(m.fields),
-            framed,
-            line,
-            line_no,
-        );
+        let fields = LineFields::Packed(m.fields);
+        self.record(m.pattern, fields, framed, line, line_no);
         m.accelerated && m.pattern.reads_runs()
     }
 
@@ -388,13 +388,24 @@ impl<'a> Scanner<'a> {
     /// read it.
     fn hot_line<'d>(&mut self, raw: &'d [u8], line_no: u64, fields: &mut FieldList<'d>) -> bool {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if let Some(outcome) = self.memo.as_mut().and_then(|m| m.recall(line)) {
+            #[cfg(debug_assertions)]
+            self.check_recall(line, outcome);
+            self.fold_repeat(outcome);
+            return true;
+        }
         // An accelerator's answer stands for the literal scan's only where
         // the text it read is the line's own (not rebuilt by unpasting).
         if let Cow::Borrowed(clean) = unpaste(line) {
             let framed = frame(clean, &self.profile.launcher);
             let body_start = clean.len() - framed.body.len();
             if let Some(pattern) = self.grammar.accelerated_match(clean, body_start, fields) {
-                self.record(pattern, LineFields::Listed(fields), framed, line, line_no);
+                let listed = LineFields::Listed(fields);
+                let outcome = self.record(pattern, listed, framed, line, line_no);
+                if let (Some(memo), Some(outcome)) = (&mut self.memo, outcome) {
+                    let scope_start = pattern.scope_start(body_start);
+                    memo.remember(line, scope_start, pattern, fields, outcome);
+                }
                 return true;
             }
         }
@@ -403,7 +414,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// Turns a match into an event, or into a link and a repeat of the
-    /// event kept for its first line.
+    /// event kept for its first line. Where the pattern folds repeats, what
+    /// the line came to (for the memo).
     fn record(
         &mut self,
         pattern: &Pattern,
@@ -411,7 +423,7 @@ impl<'a> Scanner<'a> {
         framed: Frame<'_>,
         line: &[u8],
         line_no: u64,
-    ) {
+    ) -> Option<Outcome> {
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
@@ -425,8 +437,12 @@ impl<'a> Scanner<'a> {
         if let Some((src, dst)) = read.link {
             self.push_link(PeerLink { anchor, src, dst });
         }
+        let outcome = read.repeats.then_some(Outcome {
+            anchor,
+            link: read.link,
+        });
         if anchor != next {
-            return;
+            return outcome;
         }
         let mut fields = fields.into_fields();
         // A `Trees` line lists up to 64 channels (600+ characters) and is
@@ -465,10 +481,50 @@ impl<'a> Scanner<'a> {
             fields,
             text,
         });
+        outcome
     }
 }
 
 impl Scanner<'_> {
+    /// In debug builds (every test run), each line the memo folds is read
+    /// the whole way as well, and must come to the same.
+    #[cfg(debug_assertions)]
+    fn check_recall(&self, line: &[u8], outcome: Outcome) {
+        assert!(matches!(unpaste(line), Cow::Borrowed(_)));
+        let framed = frame(line, &self.profile.launcher);
+        let body_start = line.len() - framed.body.len();
+        let mut fields = FieldList::new();
+        let pattern = self
+            .grammar
+            .accelerated_match(line, body_start, &mut fields)
+            .expect("a line the memo folds is read by an accelerator");
+        let mut who = framed.who;
+        who.fill_from(&self.base_who);
+        let mut key = Vec::new();
+        let read = read_fields(&mut key, pattern, &who, &LineFields::Listed(&fields));
+        let anchor = self.seen_repeats.get(key.as_slice()).copied();
+        assert!(read.repeats, "{}", String::from_utf8_lossy(line));
+        assert_eq!(
+            anchor,
+            Some(outcome.anchor),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+        assert_eq!(read.link, outcome.link, "{}", String::from_utf8_lossy(line));
+    }
+
+    /// A line the memo knows: a repeat of the event kept for its run.
+    fn fold_repeat(&mut self, outcome: Outcome) {
+        self.out.matched_lines += 1;
+        if let Some((src, dst)) = outcome.link {
+            self.push_link(PeerLink {
+                anchor: outcome.anchor,
+                src,
+                dst,
+            });
+        }
+    }
+
     /// Channels print the same few pairs line after line (one line per
     /// channel): a pair among the last few pushed is not pushed again. The
     /// file's links are deduplicated at its end all the same; this keeps
@@ -569,6 +625,90 @@ node1:8:9 [1] NCCL INFO Channel 00/1 : 1[1] -> 9[1] [send] via NET/IB/0/GDRDMA/S
         let ends: Vec<(u32, u32, u32)> = p.links.iter().map(|l| (l.anchor, l.src, l.dst)).collect();
         assert_eq!(ends, vec![(0, 0, 8), (0, 0, 16), (1, 1, 0), (2, 1, 9)]);
         assert_eq!(channel[0].origin.line, 1, "the first line is the one kept");
+    }
+
+    /// Scans `text` as one file, with the memo of repeated lines or
+    /// without; also how many lines the memo folded.
+    fn scan_text(text: &str, memo: bool) -> (FileParse, u64) {
+        let file = InputFile {
+            id: FileId(0),
+            display: "nccl.node1.7".into(),
+            path: "nccl.node1.7".into(),
+            size: text.len() as u64,
+            hints: Default::default(),
+        };
+        let grammar = Grammar::builtin().unwrap();
+        let profile = sniff(text.as_bytes());
+        let mut scanner = Scanner::new(&file, &grammar, &profile);
+        if !memo {
+            scanner.memo = None;
+        }
+        let mut reader = ChunkReader::with_start(io::empty(), text.as_bytes().to_vec());
+        while let Some(chunk) = reader.next_chunk().unwrap() {
+            scanner.scan_chunk(&chunk);
+        }
+        let hits = scanner.memo.as_ref().map_or(0, |m| m.hits);
+        let mut out = scanner.out;
+        dedup_links(&mut out);
+        (out, hits)
+    }
+
+    /// Channel lines as NCCL prints them while connecting rings, trees and
+    /// peers: runs that differ in the channel, a peer's send and receive
+    /// alternating, numbers that grow a digit, other NICs and writers.
+    fn channel_runs() -> String {
+        let mut lines = Vec::new();
+        for pid in [7, 8] {
+            lines.push(format!("node1:{pid}:9 [0] NCCL INFO comm 0x1 rank 0 nranks 128 cudaDev 0 busId 1a000 commId 0x2 - Init START"));
+            for ch in 0..12 {
+                lines.push(format!(
+                    "node1:{pid}:9 [0] NCCL INFO Channel {ch:02}/0 : 0[0] -> 1[1] via P2P/CUMEM"
+                ));
+                if ch % 4 == 3 {
+                    lines.push(format!("node1:{pid}:9 [0] NCCL INFO Channel {ch:02}/0 : 0[0] -> 9[1] [send] via NET/IB/{}/GDRDMA", pid - 7));
+                }
+            }
+            // NCCL ≤ 2.6 wrote neither padding nor a connection index.
+            for ch in 8..11 {
+                lines.push(format!(
+                    "node1:{pid}:9 [0] NCCL INFO Ring {ch} : 0[0] -> 1[1] via P2P/IPC"
+                ));
+            }
+            for peer in (6..12).chain(97..103) {
+                for ch in 0..3 {
+                    let end = if peer == 99 { "\r" } else { "" };
+                    lines.push(format!("node1:{pid}:9 [0] NCCL INFO Channel {ch:02}/1 : {peer}[{}] -> 0[0] [receive] via NET/IB/0/GDRDMA/Shared{end}", peer % 8));
+                    lines.push(format!("node1:{pid}:9 [0] NCCL INFO Channel {ch:02}/1 : 0[0] -> {peer}[{}] [send] via NET/IB/0/GDRDMA/Shared", peer % 8));
+                }
+            }
+            lines.push(format!("node1:{pid}:9 [0] NCCL INFO Channel 00/1 : 0[0] -> 12[4] [send] via [NET/IB](http://x/)/0/GDRDMA/Shared"));
+            lines.push(format!("node1:{pid}:9 [0] NCCL INFO Connected all rings"));
+        }
+        lines.join("\n")
+    }
+
+    #[test]
+    fn folding_repeats_from_memory_changes_nothing_nccl_2_19() {
+        let text = channel_runs();
+        let (with, hits) = scan_text(&text, true);
+        let (without, no_hits) = scan_text(&text, false);
+        let events = |p: &FileParse| -> Vec<(u64, &'static str, Fields)> {
+            p.events
+                .iter()
+                .map(|e| (e.origin.line, e.pattern, e.fields.clone()))
+                .collect()
+        };
+        assert_eq!(events(&with), events(&without));
+        assert_eq!(with.links, without.links);
+        assert_eq!(with.matched_lines, without.matched_lines);
+        assert_eq!(no_hits, 0);
+        let channel_lines = text.matches(" NCCL INFO Channel ").count() as u64;
+        assert!(
+            hits * 4 > channel_lines * 3,
+            "{hits} of {channel_lines} channel lines folded from memory"
+        );
+        let peers: Vec<u32> = with.links.iter().map(|l| l.src.max(l.dst)).collect();
+        assert!(peers.contains(&102) && peers.contains(&9), "{peers:?}");
     }
 
     /// What the full path (literal scan, then every candidate) matches on

@@ -20,13 +20,15 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     if !(r.eat(b"Channel ") || r.eat(b"Ring ")) {
         return None;
     }
-    let channel = r.int()?;
-    let conn = if r.eat(b"/") { Some(r.int()?) } else { None };
+    let (channel, channel_at) = r.int_at()?;
+    let conn = if r.eat(b"/") { Some(r.int_at()?) } else { None };
     r.expect(b" : ")?;
-    let src = r.int()?;
+    let (src, src_at) = r.int_at()?;
+    let src_dev_at = r.at + 1;
     let src_dev = r.bracketed_hex()?;
     r.expect(b" -> ")?;
-    let dst = r.int()?;
+    let (dst, dst_at) = r.int_at()?;
+    let dst_dev_at = r.at + 1;
     let dst_dev = r.bracketed_hex()?;
     r.expect(b" ")?;
     let dir = if r.eat(b"[send] ") {
@@ -41,8 +43,10 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     let suffix = r.transport_suffix()?;
     // Pushed in name order, as `Fields` keeps them.
     fields.push(slot::CHANNEL, Int(channel));
-    if let Some(conn) = conn {
+    fields.note_digits(slot::CHANNEL, channel_at);
+    if let Some((conn, conn_at)) = conn {
         fields.push(slot::CONN, Int(conn));
+        fields.note_digits(slot::CONN, conn_at);
     }
     if let Suffix::Detail(d) = suffix {
         fields.push(slot::DETAIL, Text(d));
@@ -51,12 +55,16 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
         fields.push(slot::DIR, Text(dir));
     }
     fields.push(slot::DST, Int(dst));
+    fields.note_digits(slot::DST, dst_at);
     fields.push(slot::DST_DEV, Text(dst_dev));
+    fields.note_digits(slot::DST_DEV, dst_dev_at..dst_dev_at + dst_dev.len());
     if let Suffix::NetDev(dev) = suffix {
         fields.push(slot::NET_DEV, Int(dev));
     }
     fields.push(slot::SRC, Int(src));
+    fields.note_digits(slot::SRC, src_at);
     fields.push(slot::SRC_DEV, Text(src_dev));
+    fields.note_digits(slot::SRC_DEV, src_dev_at..src_dev_at + src_dev.len());
     fields.push(slot::TRANSPORT, Text(transport));
     Some(())
 }

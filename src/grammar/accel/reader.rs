@@ -80,6 +80,13 @@ impl<'a> Reader<'a> {
         Some(value)
     }
 
+    /// [`Reader::int`], and where its digits lie.
+    pub(super) fn int_at(&mut self) -> Option<(i64, Range<usize>)> {
+        let start = self.at;
+        let value = self.int()?;
+        Some((value, start..self.at))
+    }
+
     /// The longest run of bytes `keep` accepts, where it lies (the body is
     /// known to be ASCII).
     pub(super) fn span(&mut self, keep: impl Fn(u8) -> bool) -> Range<usize> {
