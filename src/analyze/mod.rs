@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::diagnose::{Diagnosis, diagnose};
+use crate::diagnose::{Diagnosis, FabricFacts, diagnose};
 use crate::grammar::Grammar;
 use crate::grammar::knowledge::Knowledge;
 use crate::ingest::{IngestError, InputFile, discover};
@@ -83,9 +83,10 @@ impl Engine {
         );
         job.skipped = skipped;
         clock.lap("model");
-        let timeline = Timeline::build(&job);
+        // The snapshots' findings need no clock: read beside the timeline.
+        let (timeline, fabric) = rayon::join(|| Timeline::build(&job), || FabricFacts::read(&job));
         clock.lap("timeline");
-        let mut diagnosis = diagnose(&job, &timeline, &self.knowledge);
+        let mut diagnosis = diagnose(&job, &timeline, fabric, &self.knowledge);
         context::attach(&mut diagnosis, path);
         clock.lap("diagnose");
         Ok(Analysis {

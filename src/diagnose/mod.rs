@@ -27,14 +27,15 @@ pub use verdict::{
 };
 
 use rules::Ctx;
+pub use rules::FabricFacts;
 
 /// Runs every rule over the job and decides the verdict.
-pub fn diagnose(job: &Job, timeline: &Timeline, kb: &Knowledge) -> Diagnosis {
+pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowledge) -> Diagnosis {
     let ctx = Ctx { job, timeline, kb };
     let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
     let hang = hang::find(job, &dead, &erroring);
-    let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref());
+    let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
     let hyps = select::merge(hyps);
     let mut hyps = select::explain(hyps, &kb.explains);
     hyps.iter_mut().for_each(|h| fill_port(job, h));

@@ -5,6 +5,8 @@
 //! cluster can hold links into shared file systems or loops back into itself.
 
 use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
 use walkdir::WalkDir;
 
 use super::path_hints::{PathHints, hints_from_path};
@@ -40,7 +42,8 @@ pub fn discover(root: &Path) -> Result<Discovery, IngestError> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        push_file(&mut out, root.to_path_buf(), name, meta.len());
+        let file = input_file(FileId(0), root.to_path_buf(), name, meta.len());
+        out.files.push(file);
         return Ok(out);
     }
     if !meta.is_dir() {
@@ -52,51 +55,104 @@ pub fn discover(root: &Path) -> Result<Discovery, IngestError> {
         path: root.to_path_buf(),
         source,
     })?;
-    for entry in WalkDir::new(root)
+    // The top level's entries, then each folder's tree in parallel (a
+    // large job has a folder per host): joined in order, the same walk.
+    let top: Vec<_> = WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
         .min_depth(1)
-    {
-        match entry {
-            Ok(entry) => visit(&mut out, root, entry),
-            Err(err) => out.skipped.push(Skipped {
-                file: err.path().map(|p| relative(root, p)).unwrap_or_default(),
-                reason: format!("cannot list: {}", io_reason(&err)),
-            }),
-        }
+        .max_depth(1)
+        .into_iter()
+        .collect();
+    let walked: Vec<Walked> = top
+        .into_par_iter()
+        .map(|entry| {
+            let mut walked = Walked::default();
+            match entry {
+                Ok(entry) if entry.file_type().is_dir() => walked.tree(root, entry.path()),
+                entry => walked.take(root, entry),
+            }
+            walked
+        })
+        .collect();
+    let mut found = Vec::new();
+    for w in walked {
+        found.extend(w.found);
+        out.skipped.extend(w.skipped);
     }
+    // A stat call and the path's hints per file: tens of thousands of
+    // files at scale, so in parallel, numbered in walk order.
+    out.files = found
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, (path, display))| {
+            let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
+            input_file(FileId(i as u32), path, display, size)
+        })
+        .collect();
     Ok(out)
 }
 
-fn visit(out: &mut Discovery, root: &Path, entry: walkdir::DirEntry) {
-    let display = relative(root, entry.path());
-    let file_type = entry.file_type();
-    if file_type.is_symlink() {
-        out.skipped.push(Skipped {
-            file: display,
-            reason: "symbolic link, not followed".into(),
-        });
-    } else if file_type.is_file() {
-        let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        push_file(out, entry.into_path(), display, size);
-    } else if !file_type.is_dir() {
-        out.skipped.push(Skipped {
-            file: display,
-            reason: "not a regular file".into(),
-        });
+/// What walking part of the tree found: regular files (path, display
+/// name) in walk order, and what was skipped.
+#[derive(Default)]
+struct Walked {
+    found: Vec<(PathBuf, String)>,
+    skipped: Vec<Skipped>,
+}
+
+impl Walked {
+    /// Everything under the folder `dir` (its own entry already taken).
+    fn tree(&mut self, root: &Path, dir: &Path) {
+        let entries = WalkDir::new(dir)
+            .follow_links(false)
+            .sort_by_file_name()
+            .min_depth(1);
+        for entry in entries {
+            self.take(root, entry);
+        }
+    }
+
+    /// Notes a regular file; a link, a special file or a listing error is
+    /// skipped with its reason.
+    fn take(&mut self, root: &Path, entry: walkdir::Result<walkdir::DirEntry>) {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                self.skipped.push(Skipped {
+                    file: err.path().map(|p| relative(root, p)).unwrap_or_default(),
+                    reason: format!("cannot list: {}", io_reason(&err)),
+                });
+                return;
+            }
+        };
+        let display = relative(root, entry.path());
+        let file_type = entry.file_type();
+        if file_type.is_symlink() {
+            self.skipped.push(Skipped {
+                file: display,
+                reason: "symbolic link, not followed".into(),
+            });
+        } else if file_type.is_file() {
+            self.found.push((entry.into_path(), display));
+        } else if !file_type.is_dir() {
+            self.skipped.push(Skipped {
+                file: display,
+                reason: "not a regular file".into(),
+            });
+        }
     }
 }
 
-fn push_file(out: &mut Discovery, path: PathBuf, display: String, size: u64) {
-    let id = FileId(out.files.len() as u32);
+fn input_file(id: FileId, path: PathBuf, display: String, size: u64) -> InputFile {
     let hints = hints_from_path(&display);
-    out.files.push(InputFile {
+    InputFile {
         id,
         display,
         path,
         size,
         hints,
-    });
+    }
 }
 
 fn relative(root: &Path, path: &Path) -> String {

@@ -224,11 +224,24 @@ fn counter_place(h: &Hypothesis) -> String {
 /// fabric rules also weigh (computed once: a 16k-rank job has 50k ports).
 pub type FabricReview = (Vec<CounterRow>, Vec<FabricFinding>);
 
-pub fn fabric_review(ctx: &Ctx<'_>, hang: Option<&Hang>) -> FabricReview {
-    let nics = NicUse::new(ctx.job);
-    let rows = review(ctx.job, &ctx.kb.counters, &nics, &stuck_ranks(hang));
-    let findings = check(ctx.job, &nics);
-    (rows, findings)
+/// What the fabric review reads from the job alone, before the hang is
+/// known: which ranks use which NIC, and the snapshots' findings.
+pub struct FabricFacts {
+    nics: NicUse,
+    findings: Vec<FabricFinding>,
+}
+
+impl FabricFacts {
+    pub fn read(job: &Job) -> FabricFacts {
+        let nics = NicUse::new(job);
+        let findings = check(job, &nics);
+        FabricFacts { nics, findings }
+    }
+}
+
+pub fn fabric_review(ctx: &Ctx<'_>, hang: Option<&Hang>, facts: FabricFacts) -> FabricReview {
+    let rows = review(ctx.job, &ctx.kb.counters, &facts.nics, &stuck_ranks(hang));
+    (rows, facts.findings)
 }
 
 fn add_finding(

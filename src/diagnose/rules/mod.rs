@@ -36,7 +36,11 @@ type RuleFamily<'r> = &'r (dyn Fn() -> Vec<Hypothesis> + Sync);
 /// the report shows). The rule families only read the job, so they run in
 /// parallel, beside the review; their hypotheses come back in this fixed
 /// order, which the selection keeps where hypotheses tie.
-pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> (Vec<Hypothesis>, FabricReview) {
+pub fn hypotheses(
+    ctx: &Ctx<'_>,
+    hang: Option<&Hang>,
+    fabric: FabricFacts,
+) -> (Vec<Hypothesis>, FabricReview) {
     let families: [RuleFamily<'_>; 8] = [
         &|| process::hypotheses(ctx),
         &|| gpu::hypotheses(ctx),
@@ -50,13 +54,13 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> (Vec<Hypothesis>, Fabri
     /// Where the fabric rules, which wait for the review, take their turn.
     const FABRIC_AT: usize = 6;
     let (review, mut found) = rayon::join(
-        || fabric_review(ctx, hang),
+        || fabric_review(ctx, hang, fabric),
         || -> Vec<Vec<Hypothesis>> { families.par_iter().map(|family| family()).collect() },
     );
     found.insert(FABRIC_AT, fabric::hypotheses(ctx, hang, &review));
     (found.into_iter().flatten().collect(), review)
 }
 
-pub use fabric::{FabricReview, fabric_review};
+pub use fabric::{FabricFacts, FabricReview, fabric_review};
 pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;

@@ -42,17 +42,23 @@ pub fn build(
     job.gids = tables.gids;
     job.flight = tables.flight;
     flight::synthesize(&mut job);
-    // The counters need nothing the ranks are resolved from: both are built
-    // at once (each about half a second at 16k ranks).
+    // The counters and the distinct links need nothing the ranks are
+    // resolved from: all are built at once (the first two each about a
+    // third of a second at 16k ranks).
     let clues = counters::FileClues::of(&job.files);
     let ports = std::mem::take(&mut job.ports);
-    let (counted, inits) = rayon::join(
-        || counters::collect(&clues, &ports, tables.counters),
+    let ((counted, distinct), inits) = rayon::join(
+        || {
+            rayon::join(
+                || counters::collect(&clues, &ports, tables.counters),
+                || network::distinct_links(&links),
+            )
+        },
         || identity::resolve(&mut job),
     );
     job.ports = ports;
     counted.store_in(&mut job);
-    network::collect(&mut job, &links);
+    network::collect(&mut job, &links, distinct);
     // Millions of channel ends at scale: free them before the rest is built.
     drop(links);
     trees::collect(&mut job, &inits);

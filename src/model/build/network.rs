@@ -16,8 +16,29 @@ static IB_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
 static SOCKET_IFACE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:\[\d+\])?(?P<iface>[\w.-]+):(?P<addr>[^<\s]+)<\d+>").unwrap());
 
-pub fn collect(job: &mut Job, links: &[PeerLink]) {
+/// The distinct rank pairs the channel lines connect, sorted.
+pub fn distinct_links(links: &[PeerLink]) -> Vec<NetLink> {
+    // Millions at 16k ranks (4.3 M), nearly all repeats of a few (81 k):
+    // kept once each as they come, then sorted.
+    let mut seen: FxHashSet<NetLink> = FxHashSet::default();
+    let mut distinct: Vec<NetLink> = links
+        .iter()
+        .map(|l| NetLink {
+            src: l.src,
+            dst: l.dst,
+        })
+        .filter(|l| seen.insert(*l))
+        .collect();
+    distinct.sort_unstable();
+    distinct
+}
+
+/// Hosts, addresses and NICs from the events; the NICs each rank's
+/// channels use from `links`; `distinct` (of [`distinct_links`]) kept as
+/// the job's links.
+pub fn collect(job: &mut Job, links: &[PeerLink], distinct: Vec<NetLink>) {
     add_links(job, links);
+    job.links = distinct;
     // Every rank prints its HCA list, and the ranks of a host (often of the
     // whole job) print the same one: each distinct list is read once.
     let mut device_lists: HashMap<String, Vec<IbDevice>> = HashMap::new();
@@ -152,16 +173,4 @@ fn add_links(job: &mut Job, links: &[PeerLink]) {
             }
         }
     }
-    // Millions at 16k ranks (4.3 M), nearly all repeats of a few (81 k):
-    // kept once each as they come, then sorted.
-    let mut seen: FxHashSet<NetLink> = FxHashSet::default();
-    job.links = links
-        .iter()
-        .map(|l| NetLink {
-            src: l.src,
-            dst: l.dst,
-        })
-        .filter(|l| seen.insert(*l))
-        .collect();
-    job.links.sort_unstable();
 }
