@@ -363,7 +363,7 @@ pub fn stuck_ranks(job: &Job, choice: &Choice, hang: Option<&Hang>) -> Vec<u32> 
 pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     let job = ctx.job;
     let mut notes = Vec::new();
-    let has = |k: EventKind| job.events.iter().any(|e| e.kind == k);
+    let has = |k: EventKind| job.events_where(|e| e == k).next().is_some();
     if !has(EventKind::NcclCommInit) {
         notes.push("No NCCL init lines: run with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE=nccl.%h.%p) to map ranks to hosts, GPUs and NICs.".to_string());
     }

@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::kernel::KernelMap;
 use super::{
-    CounterDelta, CounterSource, Event, FileId, FlightDump, GidEntry, PortSnapshot, RawTime,
+    CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, PortSnapshot,
+    RawTime,
 };
 
 /// Index into `Job::events`.
@@ -213,9 +214,38 @@ pub struct Job {
     pub flight: Vec<FlightDump>,
     /// Kernel logs: device names per host, and each kernel event's place.
     pub kernel: KernelMap,
+    /// Each event's kind, in event order (see [`Job::index_kinds`]).
+    pub(crate) kinds: Vec<EventKind>,
 }
 
 impl Job {
+    /// Copies every event's kind into one compact list, which
+    /// [`Job::events_where`] walks instead of the events: a large job holds
+    /// hundreds of thousands of events, and a walk for a few kinds then
+    /// touches only theirs. Called once the events are final.
+    pub fn index_kinds(&mut self) {
+        self.kinds = self.events.iter().map(|e| e.kind).collect();
+    }
+
+    /// The events whose kind `wanted` accepts, with their indices, in
+    /// order. A job whose kinds were not indexed (one built by hand) is
+    /// read event by event.
+    pub fn events_where(
+        &self,
+        wanted: impl Fn(EventKind) -> bool,
+    ) -> impl Iterator<Item = (EventIdx, &Event)> {
+        let indexed = self.kinds.len() == self.events.len();
+        (0..self.events.len())
+            .filter(move |&i| {
+                wanted(if indexed {
+                    self.kinds[i]
+                } else {
+                    self.events[i].kind
+                })
+            })
+            .map(|i| (i, &self.events[i]))
+    }
+
     pub fn event(&self, idx: EventIdx) -> &Event {
         &self.events[idx]
     }
@@ -302,6 +332,52 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Fields, Origin};
+
+    fn event(kind: EventKind, line: u64) -> Event {
+        Event {
+            kind,
+            pattern: "test",
+            origin: Origin {
+                file: FileId(0),
+                line,
+            },
+            who: Default::default(),
+            level: Default::default(),
+            time: Default::default(),
+            fields: Fields::default(),
+            text: "".into(),
+        }
+    }
+
+    #[test]
+    fn a_walk_by_kind_finds_the_same_events_indexed_or_not() {
+        use EventKind::{NcclChannel, NcclTrees, WatchdogTimeout};
+        let kinds = [
+            NcclChannel,
+            NcclTrees,
+            NcclChannel,
+            WatchdogTimeout,
+            NcclTrees,
+        ];
+        let mut job = Job {
+            events: (0..).zip(kinds).map(|(i, k)| event(k, i)).collect(),
+            ..Job::default()
+        };
+        let walk = |job: &Job| -> Vec<(EventIdx, u64)> {
+            job.events_where(|k| matches!(k, NcclTrees | WatchdogTimeout))
+                .map(|(i, e)| (i, e.origin.line))
+                .collect()
+        };
+        let by_hand = walk(&job);
+        assert_eq!(by_hand, [(1, 1), (3, 3), (4, 4)]);
+        job.index_kinds();
+        assert_eq!(walk(&job), by_hand);
+        // An event added after indexing: the index no longer covers the
+        // events, so they are read one by one again.
+        job.events.push(event(NcclTrees, 5));
+        assert_eq!(walk(&job).last(), Some(&(5, 5)));
+    }
 
     #[test]
     fn a_rank_uses_the_nics_its_channels_name_else_every_listed_one() {

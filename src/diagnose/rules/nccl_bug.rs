@@ -84,7 +84,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
 /// or PyTorch's `NCCL error …, NCCL version X` when no banner was logged.
 fn job_versions(job: &Job) -> Vec<(NcclVersion, Option<EventIdx>)> {
     let mut out: Vec<(NcclVersion, Option<EventIdx>)> = Vec::new();
-    for (idx, ev) in job.events.iter().enumerate() {
+    let banner = |k| matches!(k, EventKind::NcclVersion | EventKind::NcclErrorReport);
+    for (idx, ev) in job.events_where(banner) {
         let suffix = match ev.kind {
             EventKind::NcclVersion => ev.text_field("suffix").unwrap_or(""),
             EventKind::NcclErrorReport => "",
@@ -273,10 +274,10 @@ fn is_nccl_error(ev: &Event) -> bool {
 /// Init failed: NCCL reported an error and no communicator ever completed
 /// its init (nor ran a collective the watchdog could report on).
 fn init_failure(job: &Job) -> Option<EventIdx> {
-    let completed =
-        job.events.iter().any(|e| {
-            e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE")
-        }) || !job.pg_states.is_empty();
+    let completed = job
+        .events_where(|k| k == EventKind::NcclCommInit)
+        .any(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
+        || !job.pg_states.is_empty();
     if completed {
         return None;
     }

@@ -365,10 +365,7 @@ type Place = (Option<String>, Option<String>, Option<u32>, bool);
 
 fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
-    for (idx, ev) in ctx.job.events.iter().enumerate() {
-        if ev.kind != EventKind::IbAsyncEvent {
-            continue;
-        }
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::IbAsyncEvent) {
         let what = ev.text_field("event").unwrap_or("").to_ascii_lowercase();
         let fatal = ev.int("fatal") == Some(1)
             || what.contains("catastrophic")
@@ -418,8 +415,8 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// peer's process is gone. Without a death in the logs, the host is all we know.
 fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut by_host: BTreeMap<String, Hypothesis> = BTreeMap::new();
-    for (idx, ev) in ctx.job.events.iter().enumerate() {
-        if ev.kind != EventKind::SocketError || ev.text_field("op") == Some("connect") {
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::SocketError) {
+        if ev.text_field("op") == Some("connect") {
             continue;
         }
         let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();

@@ -31,10 +31,7 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut hyps: BTreeMap<CauseKind, Hypothesis> = BTreeMap::new();
     let link_layer = fabric_link_layer(ctx);
     let gid_forced = ctx.job.env.contains_key("NCCL_IB_GID_INDEX");
-    for (idx, ev) in ctx.job.events.iter().enumerate() {
-        if ev.kind != EventKind::VerbsCallFailed {
-            continue;
-        }
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::VerbsCallFailed) {
         let call = ev.text_field("call").unwrap_or("");
         let mut add = |kind: CauseKind, weight: f64, why: String| {
             let h = hyps.entry(kind).or_insert_with(|| located(kind, ev));
@@ -215,7 +212,8 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut connect_errors: Vec<EventIdx> = Vec::new();
     let mut iface_hyp = Hypothesis::new(CauseKind::SocketInterface);
     let mut fw_hyp = Hypothesis::new(CauseKind::Firewall);
-    for (idx, ev) in job.events.iter().enumerate() {
+    let read = |k| matches!(k, EventKind::BootstrapError | EventKind::SocketError);
+    for (idx, ev) in job.events_where(read) {
         match ev.kind {
             EventKind::BootstrapError
                 if ev
@@ -344,7 +342,8 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
 fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
     let mut out = Vec::new();
-    for (idx, ev) in ctx.job.events.iter().enumerate() {
+    let listing = |k| matches!(k, EventKind::NcclNetSocket | EventKind::NcclBootstrapIface);
+    for (idx, ev) in ctx.job.events_where(listing) {
         let list = match ev.kind {
             EventKind::NcclNetSocket => ev.text_field("interfaces").unwrap_or("").to_string(),
             EventKind::NcclBootstrapIface => format!(

@@ -19,9 +19,19 @@ enum Owner {
 }
 
 pub fn collect(job: &mut Job) {
-    let pg_of = pg_by_rank_and_seq(&job.events);
+    let pg_of = pg_by_rank_and_seq(job);
     let mut states: BTreeMap<(String, Owner), PgRankState> = BTreeMap::new();
-    for (idx, ev) in job.events.iter().enumerate() {
+    let read = |k| {
+        matches!(
+            k,
+            EventKind::WatchdogTimeout
+                | EventKind::WatchdogException
+                | EventKind::PgStatus
+                | EventKind::DumpSignal
+                | EventKind::FlightRecord
+        )
+    };
+    for (idx, ev) in job.events_where(read) {
         let rank = match ev.who.rank {
             Some(r) => Owner::Rank(r),
             None => Owner::File(ev.origin.file),
@@ -113,11 +123,9 @@ fn pg_field(ev: &Event) -> Option<String> {
 }
 
 /// (rank, seq) → process group id, from the status lines that name both.
-fn pg_by_rank_and_seq(events: &[Event]) -> BTreeMap<(u32, i64), String> {
-    events
-        .iter()
-        .filter(|e| e.kind == EventKind::PgStatus)
-        .filter_map(|e| Some(((e.who.rank?, e.int("seq")?), pg_field(e)?)))
+fn pg_by_rank_and_seq(job: &Job) -> BTreeMap<(u32, i64), String> {
+    job.events_where(|k| k == EventKind::PgStatus)
+        .filter_map(|(_, e)| Some(((e.who.rank?, e.int("seq")?), pg_field(e)?)))
         .collect()
 }
 

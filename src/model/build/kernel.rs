@@ -60,10 +60,7 @@ fn event_hosts(job: &Job) -> BTreeMap<EventIdx, Option<String>> {
         None
     };
     let mut by_name: BTreeMap<crate::model::FileId, Option<String>> = BTreeMap::new();
-    job.events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| is_kernel(e.kind))
+    job.events_where(is_kernel)
         .map(|(i, e)| {
             let host = e.who.host.as_deref().map(|h| short_host(h).to_string());
             let named = || {

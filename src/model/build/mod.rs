@@ -42,6 +42,7 @@ pub fn build(
     job.gids = tables.gids;
     job.flight = tables.flight;
     flight::synthesize(&mut job);
+    job.index_kinds();
     // The counters and the distinct links need nothing the ranks are
     // resolved from: all are built at once (the first two each about a
     // third of a second at 16k ranks).

@@ -42,7 +42,16 @@ pub fn collect(job: &mut Job, links: &[PeerLink], distinct: Vec<NetLink>) {
     // Every rank prints its HCA list, and the ranks of a host (often of the
     // whole job) print the same one: each distinct list is read once.
     let mut device_lists: HashMap<String, Vec<IbDevice>> = HashMap::new();
-    for i in 0..job.events.len() {
+    let read: Vec<usize> = job
+        .events_where(|k| {
+            matches!(
+                k,
+                EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
+            )
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in read {
         let ev = &job.events[i];
         // A shared name: cloning it costs a count, not a copy.
         let host = ev.who.host.clone();

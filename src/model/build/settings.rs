@@ -34,7 +34,13 @@ pub fn nccl_version_of(ev: &Event) -> Option<&str> {
 
 fn collect_versions(job: &mut Job) {
     let mut seen: Vec<(String, Option<String>)> = Vec::new();
-    for ev in &job.events {
+    let states_version = |k| {
+        matches!(
+            k,
+            EventKind::NcclVersion | EventKind::NcclErrorReport | EventKind::TorchEnvSettings
+        )
+    };
+    for (_, ev) in job.events_where(states_version) {
         if let Some(v) = nccl_version_of(ev).filter(|v| !v.is_empty()) {
             seen.push((v.to_string(), job.host_of_event(ev).map(str::to_string)));
         }
@@ -53,7 +59,8 @@ fn collect_versions(job: &mut Job) {
 
 fn collect_env(job: &mut Job) {
     let mut seen: Vec<(String, String, String)> = Vec::new();
-    for ev in &job.events {
+    let settings = |k| matches!(k, EventKind::NcclEnvSetting | EventKind::TorchEnvSettings);
+    for (_, ev) in job.events_where(settings) {
         match ev.kind {
             EventKind::NcclEnvSetting => {
                 if let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value")) {

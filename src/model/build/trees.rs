@@ -13,8 +13,8 @@ pub(super) fn collect(job: &mut Job, inits: &InitLines) {
     // Rank resolution set the world's size from the same init lines.
     let world = job.world_size;
     let mut links = Vec::new();
-    for (idx, ev) in job.events.iter().enumerate() {
-        if ev.kind != EventKind::NcclTrees || !of_world(job, inits, idx, world) {
+    for (idx, ev) in job.events_where(|k| k == EventKind::NcclTrees) {
+        if !of_world(job, inits, idx, world) {
             continue;
         }
         for (me, peer) in tree_edges(ev.text_field("trees").unwrap_or("")) {
