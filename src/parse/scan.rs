@@ -592,15 +592,23 @@ mod tests {
     use super::*;
     use crate::model::FileId;
 
-    fn parse(text: &str) -> FileParse {
-        let file = InputFile {
+    /// A NCCL debug file of `text`'s size.
+    fn nccl_file(text: &str) -> InputFile {
+        InputFile {
             id: FileId(0),
             display: "nccl.node1.7".into(),
             path: "nccl.node1.7".into(),
             size: text.len() as u64,
             hints: Default::default(),
-        };
-        parse_stream(text.as_bytes(), &file, &Grammar::builtin().unwrap())
+        }
+    }
+
+    fn parse(text: &str) -> FileParse {
+        parse_stream(
+            text.as_bytes(),
+            &nccl_file(text),
+            &Grammar::builtin().unwrap(),
+        )
     }
 
     #[test]
@@ -630,13 +638,7 @@ node1:8:9 [1] NCCL INFO Channel 00/1 : 1[1] -> 9[1] [send] via NET/IB/0/GDRDMA/S
     /// Scans `text` as one file, with the memo of repeated lines or
     /// without; also how many lines the memo folded.
     fn scan_text(text: &str, memo: bool) -> (FileParse, u64) {
-        let file = InputFile {
-            id: FileId(0),
-            display: "nccl.node1.7".into(),
-            path: "nccl.node1.7".into(),
-            size: text.len() as u64,
-            hints: Default::default(),
-        };
+        let file = nccl_file(text);
         let grammar = Grammar::builtin().unwrap();
         let profile = sniff(text.as_bytes());
         let mut scanner = Scanner::new(&file, &grammar, &profile);

@@ -24,12 +24,10 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     let conn = if r.eat(b"/") { Some(r.int_at()?) } else { None };
     r.expect(b" : ")?;
     let (src, src_at) = r.int_at()?;
-    let src_dev_at = r.at + 1;
-    let src_dev = r.bracketed_hex()?;
+    let (src_dev, src_dev_at) = r.bracketed_hex()?;
     r.expect(b" -> ")?;
     let (dst, dst_at) = r.int_at()?;
-    let dst_dev_at = r.at + 1;
-    let dst_dev = r.bracketed_hex()?;
+    let (dst_dev, dst_dev_at) = r.bracketed_hex()?;
     r.expect(b" ")?;
     let dir = if r.eat(b"[send] ") {
         Some("send")
@@ -57,14 +55,14 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     fields.push(slot::DST, Int(dst));
     fields.note_digits(slot::DST, dst_at);
     fields.push(slot::DST_DEV, Text(dst_dev));
-    fields.note_digits(slot::DST_DEV, dst_dev_at..dst_dev_at + dst_dev.len());
+    fields.note_digits(slot::DST_DEV, dst_dev_at);
     if let Suffix::NetDev(dev) = suffix {
         fields.push(slot::NET_DEV, Int(dev));
     }
     fields.push(slot::SRC, Int(src));
     fields.note_digits(slot::SRC, src_at);
     fields.push(slot::SRC_DEV, Text(src_dev));
-    fields.note_digits(slot::SRC_DEV, src_dev_at..src_dev_at + src_dev.len());
+    fields.note_digits(slot::SRC_DEV, src_dev_at);
     fields.push(slot::TRANSPORT, Text(transport));
     Some(())
 }
@@ -105,12 +103,13 @@ enum Suffix<'a> {
 
 /// The channel line's own parts.
 impl<'a> Reader<'a> {
-    /// `\[([0-9a-fA-F]+)\]`.
-    fn bracketed_hex(&mut self) -> Option<&'a str> {
+    /// `\[([0-9a-fA-F]+)\]`, and where the digits lie.
+    fn bracketed_hex(&mut self) -> Option<(&'a str, Range<usize>)> {
         self.expect(b"[")?;
+        let start = self.at;
         let hex = self.run(|b| b.is_ascii_hexdigit())?;
         self.expect(b"]")?;
-        (!hex.is_empty()).then_some(hex)
+        (!hex.is_empty()).then_some((hex, start..start + hex.len()))
     }
 
     /// `NET/[^/\s]+|P2P|SHM|COLLNET\w*`, first alternative first.
