@@ -179,9 +179,11 @@ thread_local! {
 
 /// Reads an NCCL prefix at the start of `s`. Consecutive lines of one file
 /// mostly start with the same prefix bytes, and what the prefix parser
-/// gives depends on those bytes alone (it stops at the message), so a line
-/// that starts with the last prefix's bytes takes its reading (and shares
-/// its host name instead of a copy per line).
+/// gives depends on those bytes alone where it ends with the space before
+/// the message, so a line that starts with such a prefix's bytes takes its
+/// reading (and shares its host name instead of a copy per line). A prefix
+/// without that space depends on the byte after it too (the line's end, or
+/// no space), and is not remembered.
 fn nccl_writer(s: &[u8]) -> Option<NcclWriter> {
     LAST_NCCL.with_borrow_mut(|last| {
         if let Some((bytes, writer)) = last.as_ref()
@@ -205,7 +207,9 @@ fn nccl_writer(s: &[u8]) -> Option<NcclWriter> {
             level: p.level,
             len: p.len,
         };
-        *last = Some((s[..p.len].to_vec(), writer.clone()));
+        if s[..p.len].ends_with(b" ") {
+            *last = Some((s[..p.len].to_vec(), writer.clone()));
+        }
         Some(writer)
     })
 }
@@ -220,7 +224,7 @@ mod tests {
 
     #[test]
     fn a_line_that_starts_with_the_last_prefix_reads_as_if_read_afresh() {
-        let lines: [&[u8]; 7] = [
+        let lines: [&[u8]; 9] = [
             b"node1:7:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via P2P",
             b"node1:7:9 [0] NCCL INFO Connected all rings",
             b"node1:7:9 [0] NCCL WARN NET/IB : Got completion",
@@ -228,6 +232,10 @@ mod tests {
             b"node1:7:9 [0] NCCL INFO ",
             b"node12:7:9 [0] NCCL INFO Connected all trees",
             b"node1:7:9 [0] NCCL INFOx",
+            // The level word ends the line: whether a space follows is not
+            // in the bytes read (found by fuzzing).
+            b"node1:7:9 [0] NCCL INFO",
+            b"node1:7:9 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[0] via P2P",
         ];
         for line in lines.iter().chain(lines.iter().rev()) {
             let remembered = plain(line);

@@ -494,23 +494,19 @@ impl Scanner<'_> {
         let framed = frame(line, &self.profile.launcher);
         let body_start = line.len() - framed.body.len();
         let mut fields = FieldList::new();
+        let shown = String::from_utf8_lossy(line);
         let pattern = self
             .grammar
             .accelerated_match(line, body_start, &mut fields)
-            .expect("a line the memo folds is read by an accelerator");
+            .unwrap_or_else(|| panic!("the memo folds a line no accelerator reads: {shown} (message at byte {body_start})"));
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         let mut key = Vec::new();
         let read = read_fields(&mut key, pattern, &who, &LineFields::Listed(&fields));
         let anchor = self.seen_repeats.get(key.as_slice()).copied();
-        assert!(read.repeats, "{}", String::from_utf8_lossy(line));
-        assert_eq!(
-            anchor,
-            Some(outcome.anchor),
-            "{}",
-            String::from_utf8_lossy(line)
-        );
-        assert_eq!(read.link, outcome.link, "{}", String::from_utf8_lossy(line));
+        assert!(read.repeats, "{shown}");
+        assert_eq!(anchor, Some(outcome.anchor), "{shown}");
+        assert_eq!(read.link, outcome.link, "{shown}");
     }
 
     /// A line the memo knows: a repeat of the event kept for its run.
