@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Accuracy on seeds the suite never uses: simulate, analyze, compare with the truth.
 
-Usage: scripts/held-out.py SCENARIOS FIRST_SEED END_SEED  (after `cargo build --release`)
+Usage: scripts/held-out.py SCENARIOS FIRST_SEED END_SEED  (after `cargo build --release`;
+NCCLPM_BIN=path runs another build)
 e.g. scripts/held-out.py congestion,firewall,healthy 8000 8006
 Prints each miss, then per scenario [jobs, status, kind, stuck ranks, place]."""
 import json, subprocess, sys, os, shutil, random
-B=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'target', 'release', 'ncclpm')
+B=os.environ.get('NCCLPM_BIN') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'target', 'release', 'ncclpm')
 scen=sys.argv[1].split(',')
 seeds=range(int(sys.argv[2]), int(sys.argv[3]))
 layouts=['torchrun','slurm','nccl-files']

@@ -299,15 +299,34 @@ impl Job {
     /// connection between hosts, whatever address it printed.
     pub fn other_host_of_two(&self, me: &str) -> Option<String> {
         let me = super::build::short_host_of(me);
-        let hosts: BTreeSet<String> = self
-            .ranks
-            .values()
-            .filter_map(|i| i.host.as_deref().map(super::build::short_host_of))
-            .collect();
+        let hosts = self.hosts_seen();
         if hosts.len() != 2 || !hosts.contains(&me) {
             return None;
         }
         hosts.into_iter().find(|h| *h != me)
+    }
+
+    /// Every host the job's inputs show (short names): its ranks' hosts,
+    /// the hosts that wrote NCCL lines, and those whose kernel log,
+    /// snapshots or counters were collected. Ranks that died before they
+    /// logged a line still leave their host's system files.
+    pub fn hosts_seen(&self) -> BTreeSet<String> {
+        let short = super::build::short_host_of;
+        let ranks = self.ranks.values().filter_map(|i| i.host.as_deref());
+        let snapshots = self.ports.iter().filter_map(|p| p.host.as_deref());
+        let gids = self.gids.iter().filter_map(|g| g.host.as_deref());
+        let counters = self
+            .counter_devices
+            .keys()
+            .filter_map(|(h, _)| h.as_deref());
+        ranks
+            .chain(self.hosts.keys().map(String::as_str))
+            .chain(self.kernel.hosts.keys().map(String::as_str))
+            .chain(snapshots)
+            .chain(gids)
+            .chain(counters)
+            .map(short)
+            .collect()
     }
 
     /// The host an event came from: its own host tag, else its rank's host.

@@ -464,7 +464,7 @@ pub(super) fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NetLink, RankInfo};
+    use crate::model::{NetLink, PortSnapshot, RankInfo};
 
     fn report(host: &str, peer: Option<&str>) -> Report {
         Report {
@@ -489,6 +489,21 @@ mod tests {
         assert_eq!(suspect_host(&reports, &BTreeSet::new()).unwrap().0, "a");
         let troubled = BTreeSet::from(["a".to_string()]);
         assert_eq!(suspect_host(&reports, &troubled).unwrap().0, "a");
+    }
+
+    #[test]
+    fn the_other_host_of_two_counts_hosts_known_only_by_their_system_files() {
+        // Only host a's ranks logged; b left its port snapshot and kernel log.
+        let mut job = Job::with_ranks_on(&[(0, "a"), (1, "a")]);
+        assert_eq!(job.other_host_of_two("a"), None);
+        job.ports.push(PortSnapshot {
+            host: Some("b.cluster".into()),
+            device: "mlx5_0".into(),
+            ..PortSnapshot::default()
+        });
+        assert_eq!(job.other_host_of_two("a").as_deref(), Some("b"));
+        job.kernel.hosts.insert("c".into(), Default::default());
+        assert_eq!(job.other_host_of_two("a"), None, "three hosts");
     }
 
     #[test]
