@@ -247,7 +247,7 @@ pub struct FieldList<'a> {
     /// More than `MAX` were pushed, or a slot past the names: the list is
     /// not to be used.
     overflowed: bool,
-    /// Where some integer fields' digits lie in the text read, by slot.
+    /// Where some fields' digits lie in the text read, by slot.
     digits: [(u8, u32, u32); FieldList::MAX_DIGIT_RUNS],
     digit_runs: usize,
 }
