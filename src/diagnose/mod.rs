@@ -7,6 +7,7 @@ mod evidence;
 mod fabric_check;
 mod hang;
 mod hypothesis;
+mod last_lines;
 mod nic_use;
 mod ranks;
 mod rules;

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::diagnose::last_lines::last_lines;
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventKind, Job};
 
@@ -419,7 +420,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     if silent_is_meaningful {
         let victims = hang.timed_out.len();
         let stopped = hosts_stopped_by_launcher(ctx.job);
-        let last_lines = last_line_of(ctx.job, &hang.silent);
+        let last_lines = last_lines(ctx.job, ctx.timeline, &hang.silent);
         for &rank in &hang.silent {
             // A launcher that stops a host's workers once one of them fails
             // may stop a rank whose own watchdog had not fired yet.
@@ -458,22 +459,6 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         }
     }
     Some(h)
-}
-
-/// The last event of each of `ranks`, in one pass over the events (a
-/// large hang has thousands of silent ranks and a million events).
-fn last_line_of<'a>(
-    job: &crate::model::Job,
-    ranks: impl IntoIterator<Item = &'a u32>,
-) -> BTreeMap<u32, usize> {
-    let wanted: BTreeSet<u32> = ranks.into_iter().copied().collect();
-    let mut last = BTreeMap::new();
-    for (i, e) in job.events.iter().enumerate() {
-        if let Some(rank) = e.who.rank.filter(|r| wanted.contains(r)) {
-            last.insert(rank, i);
-        }
-    }
-    last
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::diagnose::counter_review::{CounterRow, review};
 use crate::diagnose::fabric_check::{FabricFinding, FindingKind, check};
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::diagnose::last_lines::last_lines;
 use crate::diagnose::nic_use::NicUse;
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventKind, Job};
@@ -106,8 +107,9 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         add_finding(&mut by_place, ctx.job, &f, &stuck);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
+    let last = last_lines(ctx.job, ctx.timeline, &stuck);
     for h in &mut out {
-        tie_to_stuck_rank(ctx.job, h, &stuck);
+        tie_to_stuck_rank(h, &stuck, &last);
     }
     out
 }
@@ -193,13 +195,13 @@ fn requester_peer(job: &Job, r: &CounterRow) -> Option<String> {
 /// When a rank the others waited for sends over this port, the hang itself
 /// speaks for the port: the counters say why that rank stopped. The link is
 /// weaker when the port's own evidence is weak.
-fn tie_to_stuck_rank(job: &Job, h: &mut Hypothesis, stuck: &BTreeSet<u32>) {
+fn tie_to_stuck_rank(h: &mut Hypothesis, stuck: &BTreeSet<u32>, last_lines: &BTreeMap<u32, usize>) {
     let Some(&rank) = h.ranks.iter().find(|r| stuck.contains(r)) else {
         return;
     };
     let strongest = h.support.iter().map(|s| s.weight).fold(0.0, f64::max);
     let weight = if strongest >= 0.35 { 0.5 } else { 0.25 };
-    let last_line = job.events.iter().rposition(|e| e.who.rank == Some(rank));
+    let last_line = last_lines.get(&rank).copied();
     let place = counter_place(h);
     h.support(
         Source::Pattern,
