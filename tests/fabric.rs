@@ -320,3 +320,102 @@ fn a_perfquery_lid_is_placed_on_the_hca_ibstat_gives_it() {
         ("mlx5_1", Some(1), Some(3))
     );
 }
+
+fn hw_counters(dev: &str, values: &[(&str, u64)]) -> String {
+    values
+        .iter()
+        .map(|(n, v)| format!("/sys/class/infiniband/{dev}/ports/1/hw_counters/{n}:{v}\n"))
+        .collect()
+}
+
+/// RoCE, NCCL 2.20.5, no channel lines: ranks on node001 and node002 report
+/// retry-exceeded completions from 10.9.0.99, an address no log maps. Their
+/// ports show requester-side counters (unanswered sends); node003's port
+/// shows the receive side of the loss. Its ranks print nothing after init.
+fn lossy_receiver_job() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
+    for r in 0..12u32 {
+        let host = format!("node00{}", r / 4 + 1);
+        let ip = format!("10.3.0.{}", 11 + r / 4);
+        let (l, pid) = (r % 4, 1000 + r);
+        log.push_str(&format!(
+            "{r}: {host}:{pid}:{pid} [{l}] NCCL INFO Bootstrap : Using eth0:{ip}<0>\n\
+             {r}: {host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:{ip}<0>\n\
+             {r}: {host}:{pid}:{pid} [{l}] NCCL INFO comm 0x55f435cff8b{r} rank {r} nranks 12 cudaDev {l} nvmlDev {l} busId 18000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n"
+        ));
+    }
+    for (r, host, pid) in [(1u32, "node001", 1001u32), (6, "node002", 1006)] {
+        log.push_str(&format!(
+            "{r}: {host}:{pid}:{} [{}] transport/net_ib.cc:1289 NCCL WARN NET/IB : Got completion from peer 10.9.0.99<56366> with error 12, opcode 0, len 0, vendor err 129\n",
+            pid + 50,
+            r % 4
+        ));
+    }
+    for r in 0..8u32 {
+        log.push_str(&format!(
+            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3728, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
+        ));
+    }
+    write(root, "slurm-48214.out", &log);
+    let requester = |after: u64| {
+        [
+            ("local_ack_timeout_err", after),
+            ("req_transport_retries_exceeded", after / 1000),
+        ]
+    };
+    for host in ["node001", "node002"] {
+        let before = hw_counters("mlx5_0", &requester(0));
+        let after = hw_counters("mlx5_0", &requester(2000));
+        write(root, &format!("{host}/counters/before/sysfs.txt"), &before);
+        write(root, &format!("{host}/counters/after/sysfs.txt"), &after);
+    }
+    let receiver = |n: u64| [("out_of_sequence", n * 50), ("duplicate_request", n)];
+    write(
+        root,
+        "node003/counters/before/sysfs.txt",
+        &hw_counters("mlx5_0", &receiver(0)),
+    );
+    write(
+        root,
+        "node003/counters/after/sysfs.txt",
+        &hw_counters("mlx5_0", &receiver(1000)),
+    );
+    dir
+}
+
+/// Loss shows at both ends of a path: as retries where it was sent and as
+/// sequence gaps where it arrived. With no line mapping the victims' peer
+/// address, the one host whose port saw the gaps is the peer they lost.
+#[test]
+fn unanswered_sends_to_an_unmapped_peer_point_at_the_host_that_saw_the_loss() {
+    let job = lossy_receiver_job();
+    let doc = common::analyze_to_json(job.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "packet_loss", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
+    let evidence = cause["evidence"].as_array().unwrap();
+    let victims: Vec<&str> = evidence
+        .iter()
+        .filter(|e| {
+            e["text"]
+                .as_str()
+                .unwrap()
+                .contains("Got completion from peer")
+        })
+        .map(|e| e["host"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(victims, ["node001", "node002"], "{cause:#}");
+    assert!(cause["confidence"].as_f64().unwrap() >= 0.6, "{cause:#}");
+    // Retries exhausted on RoCE could mean a GID that does not route, but
+    // such a GID fails the first connection, not collective 3728.
+    let alternatives = doc["verdict"]["alternatives"].as_array().unwrap();
+    let gid = alternatives
+        .iter()
+        .find(|a| a["kind"] == "gid_index")
+        .expect("the GID reading stays an alternative");
+    assert!(gid["confidence"].as_f64().unwrap() < 0.2, "{gid:#}");
+    assert_citations_real(job.path(), &doc);
+}

@@ -19,16 +19,14 @@ use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventKind, Job};
 
 use super::Ctx;
+use super::network::{RETRY_EXC_ERR, RNR_RETRY_EXC_ERR, Report, completion_reports};
 
 /// Supports kept per hypothesis (the strongest).
 const MAX_SUPPORT: usize = 8;
 
-/// Sequence numbers up to this are still the job's set-up collectives.
-const SETUP_SEQ: i64 = 2;
 /// What a requester-side counter is worth on the peer it points at.
 const REQUESTER_FACTOR: f64 = 0.6;
-/// What a GID finding is worth once collectives have run past set-up.
-const LATE_GID_FACTOR: f64 = 0.3;
+use super::setup::LATE_GID_FACTOR;
 
 type Place = (CauseKind, Option<String>, String, Option<u32>);
 
@@ -36,9 +34,16 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     let (rows, findings) = review;
     let stuck = stuck_ranks(hang);
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
+    let receiver = lone_lossy_receiver(rows);
     for r in rows.iter().filter(|r| r.suspicious) {
         let Some(cause) = r.cause else { continue };
-        let peer = requester_peer(ctx.job, r);
+        let peer = requester_peer(ctx.job, r).or_else(|| {
+            receiver
+                .filter(|&(host, lost)| {
+                    r.requester_side && lost == cause && r.host.as_deref() != Some(host)
+                })
+                .map(|(host, _)| host.to_string())
+        });
         // A rise on the sending side points at a path, not at a port: it
         // corroborates the far end, it does not match a port's own errors.
         let weight = if peer.is_some() {
@@ -88,7 +93,10 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
-    let connected = connections_worked(ctx, hang);
+    if let Some((host, cause)) = receiver {
+        unanswered_sends_to(ctx.job, host, cause, &mut by_place);
+    }
+    let connected = super::setup::connections_worked(ctx, hang);
     let shared_gid = gid_everywhere_but_few_failed(ctx.job, findings, hang.is_some());
     let forced_gid = gid_index_forced(ctx.job);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
@@ -112,27 +120,6 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         tie_to_stuck_rank(h, &stuck, &last);
     }
     out
-}
-
-/// The job's network connections came up: collectives ran past set-up, or
-/// the world communicator finished init on an NCCL that connects its rings
-/// and trees during init (2.22 made that lazy by default).
-fn connections_worked(ctx: &Ctx<'_>, hang: Option<&Hang>) -> bool {
-    let job = ctx.job;
-    if hang.and_then(|h| h.seq).is_some_and(|s| s > SETUP_SEQ) {
-        return true;
-    }
-    let eager = !job.nccl_versions.is_empty()
-        && job
-            .nccl_versions
-            .iter()
-            .all(|v| !super::setup::version_at_least(v, 2, 22));
-    eager
-        && job.events.iter().any(|e| {
-            e.kind == EventKind::NcclCommInit
-                && e.text_field("phase") == Some("COMPLETE")
-                && e.int("nranks").map(|n| n as u32) == job.world_size
-        })
 }
 
 /// The job set NCCL_IB_GID_INDEX, or a queue pair rejected its GID with
@@ -180,6 +167,64 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
     }
     let failed: BTreeSet<u32> = failures().filter_map(|e| e.who.rank).collect();
     hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
+}
+
+/// The one host whose own ports show a loss on receive, and that loss's
+/// cause. When no channel line says whom a requester talked to, its
+/// unanswered sends most likely went there: loss is seen at both ends of a
+/// path, as retries where it was sent and as sequence gaps where it arrived.
+fn lone_lossy_receiver(rows: &[CounterRow]) -> Option<(&str, CauseKind)> {
+    let mut receivers = rows
+        .iter()
+        .filter(|r| r.suspicious && !r.requester_side && r.cause == Some(CauseKind::PacketLoss))
+        .filter_map(|r| r.host.as_deref());
+    let host = receivers.next()?;
+    receivers
+        .all(|h| h == host)
+        .then_some((host, CauseKind::PacketLoss))
+}
+
+/// Victims whose transfers to an address no log maps ran out of retries
+/// back the lone host that shows the loss on receive: their sends went
+/// unanswered, and that port saw the gaps they left.
+fn unanswered_sends_to(
+    job: &Job,
+    receiver: &str,
+    cause: CauseKind,
+    by_place: &mut BTreeMap<Place, Hypothesis>,
+) {
+    let reports: Vec<Report> = completion_reports(job)
+        .into_iter()
+        .filter(|r| r.peer_host.is_none() && r.host.as_deref() != Some(receiver))
+        .filter(|r| matches!(r.status, Some(RETRY_EXC_ERR | RNR_RETRY_EXC_ERR)))
+        .collect();
+    let reporters: BTreeSet<&str> = reports.iter().filter_map(|r| r.host.as_deref()).collect();
+    // The receiving port's own hypothesis (its loss counters made it).
+    let Some(h) = by_place
+        .iter_mut()
+        .filter(|((kind, host, _, _), _)| *kind == cause && host.as_deref() == Some(receiver))
+        .map(|(_, h)| h)
+        .max_by_key(|h| h.device.is_some())
+    else {
+        return;
+    };
+    if reporters.is_empty() {
+        return;
+    }
+    let weight = if reporters.len() >= 2 { 0.5 } else { 0.35 };
+    if let Some(status) = reports.iter().find_map(|r| r.status) {
+        h.value("status", status.to_string());
+    }
+    for r in reports.iter().take(4) {
+        h.support(
+            Source::Nccl,
+            weight,
+            Some(r.idx),
+            format!(
+                "a victim's sends to a peer no log maps ran out of retries; only {receiver}'s port shows the loss on receive"
+            ),
+        );
+    }
 }
 
 /// For a requester-side counter, the host its NIC's ranks talk to over the

@@ -45,7 +45,7 @@ pub fn hypotheses(
         &|| process::hypotheses(ctx),
         &|| gpu::hypotheses(ctx),
         &|| network::hypotheses(ctx, hang),
-        &|| setup::hypotheses(ctx),
+        &|| setup::hypotheses(ctx, hang),
         &|| config::config_mismatch(ctx).into_iter().collect(),
         &|| application::hypotheses(ctx, hang),
         &|| kernel::hypotheses(ctx),

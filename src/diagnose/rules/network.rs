@@ -20,16 +20,18 @@ use super::Ctx;
 /// ibv_wc_status 5: flushed because the QP was already in error — an echo of
 /// the first error, never a cause of its own.
 const WR_FLUSH_ERR: i64 = 5;
-const RETRY_EXC_ERR: i64 = 12;
-const RNR_RETRY_EXC_ERR: i64 = 13;
+pub(super) const RETRY_EXC_ERR: i64 = 12;
+pub(super) const RNR_RETRY_EXC_ERR: i64 = 13;
 
+/// One IB completion error: who printed it, and the host of the peer it
+/// names where the logs map its address.
 #[derive(Debug, Clone)]
-struct Report {
-    idx: EventIdx,
-    rank: Option<u32>,
-    host: Option<String>,
-    status: Option<i64>,
-    peer_host: Option<String>,
+pub(super) struct Report {
+    pub idx: EventIdx,
+    pub rank: Option<u32>,
+    pub host: Option<String>,
+    pub status: Option<i64>,
+    pub peer_host: Option<String>,
 }
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
@@ -40,7 +42,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out
 }
 
-fn completion_reports(job: &Job) -> Vec<Report> {
+pub(super) fn completion_reports(job: &Job) -> Vec<Report> {
     let all: Vec<Report> = job
         .events
         .iter()
@@ -128,10 +130,15 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         }
         None => {
             // No peer address (NCCL < 2.10) or one no init line maps: the
-            // reporter's own port is all we can point at.
+            // reporter's own port is all we can point at, unless reporters
+            // on several hosts failed alike: then the fault is somewhere
+            // they share, not on either's port.
             let ev = &ctx.job.events[first.idx];
-            h.host = first.host.clone();
-            h.device = ev.text_field("hca").map(str::to_string);
+            let hosts: BTreeSet<&str> = reports.iter().filter_map(|r| r.host.as_deref()).collect();
+            if hosts.len() < 2 {
+                h.host = first.host.clone();
+                h.device = ev.text_field("hca").map(str::to_string);
+            }
             h.ranks.extend(first.rank);
             for r in reports.iter().take(8) {
                 h.support(

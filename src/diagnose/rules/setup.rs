@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::build::nccl_major_minor;
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
@@ -14,10 +15,15 @@ const LOCAL_ONLY_IFACES: &[&str] = &[
     "lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "br-",
 ];
 
-pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+/// Sequence numbers up to this are still the job's set-up collectives.
+const SETUP_SEQ: i64 = 2;
+/// What a GID clue is worth once the job's connections have come up.
+pub(super) const LATE_GID_FACTOR: f64 = 0.3;
+
+pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(verbs_failures(ctx));
-    out.extend(roce_retries_without_a_peer(ctx));
+    out.extend(roce_retries_without_a_peer(ctx, hang));
     out.extend(socket_failures(ctx));
     out
 }
@@ -118,12 +124,34 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     hyps.into_values().collect()
 }
 
-/// Retry-exceeded completions on RoCE that no peer answered, with no sign of
-/// loss on the wire: before NCCL 2.21 picked the GID itself, index 0 (a
-/// link-local or RoCE v1 GID) made every connection to another host time out
-/// exactly like this, and setting NCCL_IB_GID_INDEX to the routable RoCE v2
-/// entry is the usual fix.
-fn roce_retries_without_a_peer(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+/// The job's network connections came up: collectives ran past set-up, or
+/// the world communicator finished init on an NCCL that connects its rings
+/// and trees during init (2.22 made that lazy by default).
+pub(super) fn connections_worked(ctx: &Ctx<'_>, hang: Option<&Hang>) -> bool {
+    let job = ctx.job;
+    if hang.and_then(|h| h.seq).is_some_and(|s| s > SETUP_SEQ) {
+        return true;
+    }
+    let eager = !job.nccl_versions.is_empty()
+        && job
+            .nccl_versions
+            .iter()
+            .all(|v| !version_at_least(v, 2, 22));
+    eager
+        && job.events.iter().any(|e| {
+            e.kind == EventKind::NcclCommInit
+                && e.text_field("phase") == Some("COMPLETE")
+                && e.int("nranks").map(|n| n as u32) == job.world_size
+        })
+}
+
+/// Retry-exceeded completions on RoCE whose peer no log maps: before NCCL
+/// 2.21 picked the GID itself, index 0 (a link-local or RoCE v1 GID) made
+/// every connection to another host time out exactly like this, and setting
+/// NCCL_IB_GID_INDEX to the routable RoCE v2 entry is the usual fix. Loss on
+/// the wire looks the same from the sender; the counters' packet-loss
+/// hypotheses compete with this one.
+fn roce_retries_without_a_peer(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
     let job = ctx.job;
     if job.env.contains_key("NCCL_IB_GID_INDEX") || !on_roce(ctx) {
         return None;
@@ -147,9 +175,16 @@ fn roce_retries_without_a_peer(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .collect();
     let first = *errors.first()?;
     let mut h = located(CauseKind::GidIndex, &job.events[first]);
+    // A GID that does not route fails the first connection, not one of a
+    // job whose collectives already ran.
+    let weight = if connections_worked(ctx, hang) {
+        0.45 * LATE_GID_FACTOR
+    } else {
+        0.45
+    };
     for idx in errors {
         h.ranks.extend(job.events[idx].who.rank);
-        h.support(Source::Nccl, 0.45, Some(idx), "transport retries exhausted on RoCE with no peer answering: the GID in use may not route");
+        h.support(Source::Nccl, weight, Some(idx), "transport retries exhausted on RoCE with no peer answering: the GID in use may not route");
     }
     h.value(
         "detail",
