@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::GrammarError;
 use super::counters::CounterKnowledge;
+use super::sockets::{LocalOnly, SocketsSpec};
 use crate::model::CauseKind;
 use crate::model::build::ConsequenceRules;
 
@@ -31,6 +32,8 @@ struct KnowledgeFile {
     mlx5: Mlx5Spec,
     #[serde(default)]
     torch_api: TorchApiSpec,
+    #[serde(default)]
+    sockets: SocketsSpec,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +175,8 @@ pub struct Knowledge {
     wedged_commands: Vec<String>,
     /// torch.distributed function name → the OpType its work carries.
     torch_api_ops: BTreeMap<String, String>,
+    /// Socket interfaces and networks that stay on their host.
+    pub local_only: LocalOnly,
 }
 
 impl Knowledge {
@@ -249,6 +254,7 @@ impl Knowledge {
             xid_classes,
             wedged_commands: raw.mlx5.wedged_command_timeouts,
             torch_api_ops: raw.torch_api.ops,
+            local_only: LocalOnly::from_spec(file, raw.sockets)?,
             causes,
             consequences: ConsequenceRules {
                 exception_types: raw.consequences.exception_types,

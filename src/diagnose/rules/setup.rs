@@ -10,11 +10,6 @@ use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 use super::Ctx;
 
-/// Interfaces that never carry traffic between hosts.
-const LOCAL_ONLY_IFACES: &[&str] = &[
-    "lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "br-",
-];
-
 /// Sequence numbers up to this are still the job's set-up collectives.
 const SETUP_SEQ: i64 = 2;
 /// What a GID clue is worth once the job's connections have come up.
@@ -234,13 +229,6 @@ fn located(kind: CauseKind, ev: &Event) -> Hypothesis {
     h
 }
 
-fn is_local_only(iface: &str, addr: &str) -> bool {
-    LOCAL_ONLY_IFACES.iter().any(|p| iface.starts_with(p))
-        || addr.starts_with("127.")
-        || addr.starts_with("169.254.")
-        || addr.to_ascii_lowercase().starts_with("fe80")
-}
-
 /// Bootstrap and socket connects that fail, and the interfaces NCCL chose.
 fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let job = ctx.job;
@@ -307,10 +295,17 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let timeout = error.contains("timed out")
             || ev.text_field("what") == Some("timeouts")
             || ev.text_field("timeout").is_some();
-        let (fw, ifc) = match (refused, unreachable, timeout) {
-            (true, _, _) => (0.5, 0.3),
-            (_, true, _) => (0.35, 0.5),
-            (_, _, true) => (0.45, 0.35),
+        // A peer that advertised a host-local address (docker0's
+        // 172.17.0.1) bootstrapped over the wrong interface: a connect to it
+        // reaches the caller's own host, where nothing listens.
+        let local_net = ev
+            .text_field("peer")
+            .and_then(|p| ctx.kb.local_only.network_of(p));
+        let (fw, ifc) = match (local_net, refused, unreachable, timeout) {
+            (Some(_), ..) => (0.15, 0.75),
+            (_, true, _, _) => (0.5, 0.3),
+            (_, _, true, _) => (0.35, 0.5),
+            (_, _, _, true) => (0.45, 0.35),
             _ => (0.3, 0.3),
         };
         // The host that could not be reached is the suspect; the ranks that
@@ -340,12 +335,19 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     h.ranks.extend(ev.who.rank);
                 }
             }
-            h.support(
-                Source::Nccl,
-                w,
-                Some(idx),
-                format!("a socket connection failed: `{error}`"),
-            );
+            let why = match local_net {
+                Some(net) => format!(
+                    "a socket connection failed: `{error}`; the peer's address is in {net}, which every host has its own copy of"
+                ),
+                None => format!("a socket connection failed: `{error}`"),
+            };
+            h.support(Source::Nccl, w, Some(idx), why);
+        }
+        if let (Some(net), Some(addr)) = (local_net, ev.text_field("peer")) {
+            iface_hyp
+                .values
+                .entry("detail")
+                .or_insert_with(|| format!("`{addr}`, {net}"));
         }
         fw_hyp
             .values
@@ -393,7 +395,8 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
                 item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
             if let Some((iface, rest)) = item.split_once(':') {
                 let addr = rest.split('<').next().unwrap_or(rest);
-                if is_local_only(iface, addr) {
+                let local = &ctx.kb.local_only;
+                if local.interface(iface) || local.network_of(addr).is_some() {
                     out.push((idx, format!("{iface}:{addr}")));
                 }
             }

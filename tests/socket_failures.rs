@@ -1,0 +1,70 @@
+//! Bootstrap connects that fail, and which end and cause they point at.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// NCCL 2.19.3, one NCCL_DEBUG_FILE per rank: node001's ranks print only
+/// their version line; node002's ranks cannot connect to `peer`, the
+/// address node001 advertised (NCCL's `socketStartConnect` warning).
+fn refused_job(peer: &str) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..8u32 {
+        let host = if r < 4 { "node001" } else { "node002" };
+        let (l, pid) = (r % 4, 4100 + r);
+        let mut text = format!("{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.19.3+cuda12.2\n");
+        if r >= 4 {
+            text.push_str(&format!(
+                "{host}:{pid}:{pid} [{l}] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {peer}<40821> failed : Connection refused\n"
+            ));
+        }
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    (dir, doc)
+}
+
+/// A peer that bootstrapped over docker0 advertises 172.17.0.1, which every
+/// host has: a connect to it lands on the caller's own docker0 and is
+/// refused. That is the wrong interface, not a firewall.
+#[test]
+fn a_refused_connect_to_a_host_local_address_is_the_wrong_interface() {
+    let (_dir, doc) = refused_job("172.17.0.1");
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+    assert!(
+        cause["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Docker's default bridge"),
+        "{cause:#}"
+    );
+    let firewall = doc["verdict"]["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "firewall");
+    assert!(
+        firewall.is_none_or(|f| f["confidence"].as_f64().unwrap() < 0.3),
+        "{firewall:?}"
+    );
+}
+
+/// The same refusal from a routable address: something on node001 turned
+/// the connection away.
+#[test]
+fn a_refused_connect_to_a_routable_address_is_a_firewall() {
+    let (_dir, doc) = refused_job("10.3.0.11");
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "firewall", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+}
