@@ -419,3 +419,85 @@ fn unanswered_sends_to_an_unmapped_peer_point_at_the_host_that_saw_the_loss() {
     assert!(gid["confidence"].as_f64().unwrap() < 0.2, "{gid:#}");
     assert_citations_real(job.path(), &doc);
 }
+
+/// Two hosts of four GPUs, NIC i under GPU i. Rank 4 (node002, mlx5_0)
+/// sends to ranks 0 and 1 of node001; NCCL connected it to rank 1 across
+/// rails (rank 1 receives on NET/IB/1). Rank 4's transfer to node001 runs
+/// out of retries; node001's mlx5_1 shows the loss on receive.
+fn cross_rail_loss_job() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
+    for r in 0..8u32 {
+        let (host, ip) = if r < 4 {
+            ("node001", "10.3.0.11")
+        } else {
+            ("node002", "10.3.0.12")
+        };
+        let (l, pid) = (r % 4, 1000 + r);
+        log.push_str(&format!(
+            "{r}: {host}:{pid}:{pid} [{l}] NCCL INFO Bootstrap : Using ib0:{ip}<0>\n\
+             {r}: {host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB ib0:{ip}<0>\n"
+        ));
+        let links: &[(u32, u32, u32, &str)] = match r {
+            0 => &[(0, 4, 0, "receive")],
+            1 => &[(1, 4, 1, "receive")],
+            4 => &[(0, 0, 0, "send"), (1, 1, 0, "send")],
+            _ => &[],
+        };
+        for &(ch, peer, dev, dir) in links {
+            let (src, dst) = if dir == "send" { (r, peer) } else { (peer, r) };
+            log.push_str(&format!(
+                "{r}: {host}:{pid}:{} [{l}] NCCL INFO Channel 0{ch}/0 : {src}[{}] -> {dst}[{}] [{dir}] via NET/IB/{dev}/GDRDMA\n",
+                pid + 50,
+                src % 4,
+                dst % 4
+            ));
+        }
+    }
+    log.push_str("4: node002:1004:1054 [0] transport/net_ib.cc:1556 NCCL WARN NET/IB : Got completion from peer 10.3.0.11<34762> with error 12, opcode 0, len 0, vendor err 129\n");
+    for r in 0..4u32 {
+        log.push_str(&format!(
+            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2707, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
+        ));
+    }
+    write(dir.path(), "slurm-48215.out", &log);
+    let receiver = |n: u64| [("out_of_sequence", n * 40), ("duplicate_request", n * 3)];
+    for (when, n) in [("before", 0), ("after", 1000)] {
+        write(
+            dir.path(),
+            &format!("node001/counters/{when}/sysfs.txt"),
+            &hw_counters("mlx5_1", &receiver(n)),
+        );
+        write(
+            dir.path(),
+            &format!("node002/counters/{when}/sysfs.txt"),
+            &hw_counters("mlx5_0", &[("local_ack_timeout_err", n * 2)]),
+        );
+    }
+    dir
+}
+
+/// The victim names the host; its channel lines leave two of that host's
+/// NICs, and the rails do not decide between them once a connection
+/// crosses rails: the port that saw the loss does.
+#[test]
+fn a_victims_links_across_rails_leave_the_port_to_the_counters() {
+    let job = cross_rail_loss_job();
+    let doc = common::analyze_to_json(job.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "packet_loss", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_1", "{cause:#}");
+    assert!(
+        cause["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"]
+                .as_str()
+                .unwrap()
+                .contains("Got completion from peer")),
+        "{cause:#}"
+    );
+    assert_citations_real(job.path(), &doc);
+}

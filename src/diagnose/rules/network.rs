@@ -254,22 +254,27 @@ fn locate_on_suspect(
         }
     }
     // Rail-optimised fabrics connect NIC i to NIC i: of the suspect's ranks
-    // linked to a reporter, those on a reporter's rail sat on its connection.
+    // linked to a reporter, those on a reporter's rail sat on its connection
+    // (unless the reporters' links show connections across rails).
+    let rails_of = |r: &u32| job.ranks.get(r).map(|i| &i.net_devs_used);
     let rails: BTreeSet<u32> = reporter_ranks
         .iter()
-        .filter_map(|r| job.ranks.get(r))
-        .flat_map(|i| i.net_devs_used.iter().copied())
+        .filter_map(rails_of)
+        .flatten()
+        .copied()
         .collect();
     let on_rail: BTreeSet<u32> = ends
         .iter()
         .copied()
-        .filter(|r| {
-            job.ranks
-                .get(r)
-                .is_some_and(|i| i.net_devs_used.iter().any(|d| rails.contains(d)))
-        })
+        .filter(|r| rails_of(r).is_some_and(|d| !d.is_disjoint(&rails)))
         .collect();
-    if !on_rail.is_empty() {
+    let crosses_rails = job.links.iter().any(|l| {
+        let ends_of_reporter = (reporter_ranks.contains(&l.src) && ends.contains(&l.dst))
+            || (reporter_ranks.contains(&l.dst) && ends.contains(&l.src));
+        ends_of_reporter
+            && matches!((rails_of(&l.src), rails_of(&l.dst)), (Some(a), Some(b)) if !a.is_empty() && a.is_disjoint(b))
+    });
+    if !on_rail.is_empty() && !crosses_rails {
         ends = on_rail;
     }
     // Several reporters that all send to one of the suspect's ranks: that
@@ -288,7 +293,9 @@ fn locate_on_suspect(
         .filter_map(|r| job.ranks.get(r))
         .flat_map(|i| i.nics().into_iter().take(1))
         .collect();
-    if let Some(dev) = most_common(devices.iter().cloned()) {
+    // Ends on several NICs alike leave the port open: another source (the
+    // port's own counters) may place it.
+    if let Some(dev) = most_common_alone(devices.iter().cloned()) {
         h.device = Some(dev.0);
         h.port = dev.1;
     }
@@ -455,6 +462,18 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     by_host.into_values().collect()
+}
+
+/// The item seen most often, when no other is seen as often.
+fn most_common_alone<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
+    let mut counts: BTreeMap<T, usize> = BTreeMap::new();
+    for i in items {
+        *counts.entry(i).or_default() += 1;
+    }
+    let top = counts.values().copied().max()?;
+    let mut at_top = counts.into_iter().filter(|&(_, n)| n == top);
+    let (first, _) = at_top.next()?;
+    at_top.next().is_none().then_some(first)
 }
 
 pub(super) fn most_common<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Option<T> {
