@@ -29,6 +29,8 @@ struct Axis {
     weight: f64,
     /// A value that is the deviation when the job splits evenly.
     deviant: fn(&str) -> bool,
+    /// The value rank 0 showed, also where no line names its host.
+    rank0: Option<String>,
 }
 
 impl Axis {
@@ -39,6 +41,7 @@ impl Axis {
             first: BTreeMap::new(),
             weight,
             deviant,
+            rank0: None,
         }
     }
 
@@ -49,6 +52,16 @@ impl Axis {
             .insert(host.to_string());
         if let Some(idx) = idx {
             self.first.entry(value.to_string()).or_insert(idx);
+        }
+    }
+
+    /// Records what a line shows: for its host where known, and as rank 0's.
+    fn note(&mut self, value: &str, host: Option<&str>, rank0: bool, idx: EventIdx) {
+        if let Some(host) = host {
+            self.add(value, host, Some(idx));
+        }
+        if rank0 && self.rank0.is_none() {
+            self.rank0 = Some(value.to_string());
         }
     }
 
@@ -82,8 +95,11 @@ impl Axis {
         if !deviants.is_empty() && deviants.len() < self.host_count() {
             return Some((deviants, false));
         }
-        let reference = reference?;
-        let odd = others(&|v| !self.hosts[v].contains(reference));
+        let odd = match (reference, &self.rank0) {
+            (Some(host), _) => others(&|v| !self.hosts[v].contains(host)),
+            (None, Some(value)) if self.hosts.contains_key(value) => others(&|v| v != value),
+            _ => return None,
+        };
         (!odd.is_empty()).then_some((odd, false))
     }
 
@@ -149,16 +165,20 @@ fn axes(job: &Job) -> Vec<Axis> {
     let mut env: BTreeMap<String, Axis> = BTreeMap::new();
     let mut env_hosts = BTreeSet::new();
     for (idx, ev) in job.events.iter().enumerate() {
-        let Some(host) = job.host_of_event(ev) else {
+        let host = job.host_of_event(ev);
+        // Rank 0's values are the reference of an even split, even where
+        // its host is not known.
+        let rank0 = ev.who.rank == Some(0);
+        if host.is_none() && !rank0 {
             continue;
-        };
+        }
         if let Some(v) = nccl_version_of(ev) {
-            version.add(v, host, Some(idx));
+            version.note(v, host, rank0, idx);
         }
         match ev.kind {
             EventKind::NcclNetSelected => {
                 if let Some(n) = ev.text_field("network") {
-                    network.add(n, host, Some(idx));
+                    network.note(n, host, rank0, idx);
                 }
             }
             EventKind::NcclEnvSetting => {
@@ -166,12 +186,21 @@ fn axes(job: &Job) -> Vec<Axis> {
                 else {
                     continue;
                 };
-                env_hosts.insert(host.to_string());
-                if !name.ends_with("_FILE") {
-                    env.entry(name.to_string())
-                        .or_insert_with(|| Axis::new(name, 0.45, is_set))
-                        .add(value, host, Some(idx));
+                if name.ends_with("_FILE") {
+                    continue;
                 }
+                let axis = match host {
+                    Some(host) => {
+                        env_hosts.insert(host.to_string());
+                        env.entry(name.to_string())
+                            .or_insert_with(|| Axis::new(name, 0.45, is_set))
+                    }
+                    None => match env.get_mut(name) {
+                        Some(axis) => axis,
+                        None => continue,
+                    },
+                };
+                axis.note(value, host, rank0, idx);
             }
             _ => {}
         }
@@ -312,8 +341,13 @@ mod tests {
         assert_eq!(set.odd_hosts(Some("n1")), Some((hosts(&["n1"]), false)));
         let net = axis(is_socket, &[("IB", "n1"), ("Socket", "n2")]);
         assert_eq!(net.odd_hosts(None), Some((hosts(&["n2"]), false)));
-        let release = axis(never, &[("2.21.5", "n1"), ("2.18.3", "n2")]);
+        let mut release = axis(never, &[("2.21.5", "n1"), ("2.18.3", "n2")]);
         assert_eq!(release.odd_hosts(Some("n1")), Some((hosts(&["n2"]), false)));
+        assert_eq!(release.odd_hosts(None), None);
+        // Rank 0 printed its release on a line that names no host.
+        release.rank0 = Some("2.18.3".into());
+        assert_eq!(release.odd_hosts(None), Some((hosts(&["n1"]), false)));
+        release.rank0 = Some("2.20.5".into());
         assert_eq!(release.odd_hosts(None), None);
     }
 
