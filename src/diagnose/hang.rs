@@ -126,16 +126,47 @@ fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
 }
 
 /// Ranks that left at least one log line: a recognised one, or any line in
-/// a file that is theirs alone (a torchrun worker's log folder).
+/// a file that is theirs alone (a torchrun worker's log folder). A rank
+/// whose host's launcher log carries its siblings' lines counts too: its
+/// output went to that same log, so it was captured and said nothing.
 pub fn ranks_with_logs(job: &Job) -> BTreeSet<u32> {
     let own_files = job
         .files
         .iter()
         .filter(|f| f.lines > 0 && f.hints.process_dir.is_some())
         .filter_map(|f| f.hints.rank);
+    let captured = hosts_with_merged_worker_logs(job);
+    let on_captured_host = job.ranks.values().filter_map(|info| {
+        let host = info.host.as_deref()?;
+        captured.contains(host).then_some(info.rank)
+    });
     job.events
         .iter()
         .filter_map(|e| e.who.rank)
         .chain(own_files)
+        .chain(on_captured_host)
+        .collect()
+}
+
+/// Hosts with a launcher log that merged at least two of their workers'
+/// outputs by local rank (torchrun `--tee`, `[default3]:` prefixes).
+fn hosts_with_merged_worker_logs(job: &Job) -> BTreeSet<&str> {
+    let mut locals: BTreeMap<(&str, u32), BTreeSet<u32>> = BTreeMap::new();
+    for e in &job.events {
+        let file = job.files.get(e.origin.file.0 as usize);
+        if !file.is_some_and(|f| f.multiplexed) {
+            continue;
+        }
+        if let (Some(host), Some(local)) = (e.who.host.as_deref(), e.who.local_rank) {
+            locals
+                .entry((host, e.origin.file.0))
+                .or_default()
+                .insert(local);
+        }
+    }
+    locals
+        .into_iter()
+        .filter(|(_, l)| l.len() >= 2)
+        .map(|((host, _), _)| host)
         .collect()
 }

@@ -20,10 +20,14 @@ type HostPid = (Sym, u32);
 /// read (the tree links read them too).
 pub(super) fn resolve(job: &mut Job) -> InitLines {
     let inits = InitLines::of(job);
-    job.world_size = world_size(&inits);
+    let agents = AgentRanks::of(job);
+    job.world_size = world_size(&inits).or(agents.world_size);
     let summaries = failure_summaries(job);
     let mut by_pid = pid_ranks(job, &inits);
     let mut by_local = local_ranks(job, &inits, &by_pid);
+    for (key, rank) in agents.by_local {
+        by_local.entry(key).or_insert(rank);
+    }
     for s in summaries {
         if let Some(pid) = s.pid {
             by_pid.entry((s.host.clone(), pid)).or_insert(s.rank);
@@ -50,8 +54,37 @@ pub(super) fn resolve(job: &mut Job) -> InitLines {
     resolve_by_host_offset(job, &by_local);
     resolve_by_file(job);
     resolve_by_default_group_rank(job);
-    build_rank_infos(job, &inits, &by_pid);
+    build_rank_infos(job, &inits, &by_pid, &by_local);
     inits
+}
+
+/// What torchrun agents said at rendezvous: each lists its host's workers'
+/// global ranks in local-rank order, and the world size. The only statement
+/// of where a rank ran when NCCL printed nothing about it.
+#[derive(Default)]
+struct AgentRanks {
+    by_local: BTreeMap<HostPid, u32>,
+    world_size: Option<u32>,
+}
+
+impl AgentRanks {
+    fn of(job: &Job) -> AgentRanks {
+        let mut out = AgentRanks::default();
+        for ev in job.events_where(|k| k == EventKind::ElasticAgent) {
+            if let Some(n) = ev.1.int("world_size") {
+                out.world_size = out.world_size.max(u32::try_from(n).ok());
+            }
+            let (Some(host), Some(list)) = (&ev.1.who.host, ev.1.text_field("global_ranks")) else {
+                continue;
+            };
+            for (local, rank) in (0..).zip(list.split(',')) {
+                if let Ok(rank) = rank.trim().parse::<u32>() {
+                    out.by_local.entry((host.clone(), local)).or_insert(rank);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// The world is the largest communicator NCCL initialised.
@@ -341,7 +374,12 @@ fn resolve_by_default_group_rank(job: &mut Job) {
     }
 }
 
-fn build_rank_infos(job: &mut Job, inits: &InitLines, by_pid: &BTreeMap<HostPid, u32>) {
+fn build_rank_infos(
+    job: &mut Job,
+    inits: &InitLines,
+    by_pid: &BTreeMap<HostPid, u32>,
+    by_local: &BTreeMap<HostPid, u32>,
+) {
     let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
     for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
         ranks.insert(
@@ -359,6 +397,14 @@ fn build_rank_infos(job: &mut Job, inits: &InitLines, by_pid: &BTreeMap<HostPid,
         });
         info.host.get_or_insert_with(|| host.to_string());
         info.pid.get_or_insert(*pid);
+    }
+    for ((host, local), &rank) in by_local {
+        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
+            rank,
+            ..Default::default()
+        });
+        info.host.get_or_insert_with(|| host.to_string());
+        info.local_rank.get_or_insert(*local);
     }
     for f in job.files.iter().filter(|f| f.lines > 0) {
         if let (Some(rank), Some(host)) = (f.hints.rank, &f.hints.host) {
