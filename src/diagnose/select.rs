@@ -150,12 +150,7 @@ pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> 
         };
     }
     let mut unknown = Hypothesis::new(CauseKind::Unknown);
-    let leads: Vec<String> = hyps
-        .iter()
-        .filter(|h| h.kind != CauseKind::Unknown)
-        .take(3)
-        .map(|h| format!("{} ({:.2})", h.kind, h.capped_confidence()))
-        .collect();
+    let leads = weak_leads(&hyps);
     let mut detail = missing_inputs(ctx, hang).join(" ");
     if !leads.is_empty() {
         detail = format!("Weak leads: {}. {detail}", leads.join(", "));
@@ -395,4 +390,29 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
         notes.push("No NIC counters: dumps of /sys/class/infiniband/*/ports/*/{counters,hw_counters} (or `perfquery -x`, `ethtool -S`) before and after the job would show errors and drops per port.".to_string());
     }
     notes
+}
+
+/// The three strongest causes short of a verdict, each once, with its best
+/// confidence and where it points (`gid_index (0.10, 8 places)`).
+fn weak_leads(sorted: &[Hypothesis]) -> Vec<String> {
+    let mut leads: Vec<(CauseKind, f64, Option<String>, usize)> = Vec::new();
+    for h in sorted.iter().filter(|h| h.kind != CauseKind::Unknown) {
+        if let Some(lead) = leads.iter_mut().find(|l| l.0 == h.kind) {
+            lead.3 += 1;
+        } else if leads.len() < 3 {
+            let place = h.host.as_ref().map(|host| match &h.device {
+                Some(device) => format!("{host} {device}"),
+                None => host.clone(),
+            });
+            leads.push((h.kind, h.capped_confidence(), place, 1));
+        }
+    }
+    leads
+        .into_iter()
+        .map(|(kind, confidence, place, n)| match (place, n) {
+            (_, 2..) => format!("{kind} ({confidence:.2}, {n} places)"),
+            (Some(place), _) => format!("{kind} ({confidence:.2}, {place})"),
+            (None, _) => format!("{kind} ({confidence:.2})"),
+        })
+        .collect()
 }

@@ -163,7 +163,16 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
             .iter()
             .any(|e| matches!(e.kind, EventKind::BootstrapError | EventKind::SocketError));
     if !anything_failed {
-        return !hung;
+        // A GID that does not route fails connections with errors (NCCL's,
+        // or torch's NCCL error); a hang where every rank merely timed out
+        // is not one.
+        let nccl_errors = job.events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::NcclErrorReport | EventKind::NcclErrorChain | EventKind::NcclWarn
+            )
+        });
+        return !hung || !nccl_errors;
     }
     let failed: BTreeSet<u32> = failures().filter_map(|e| e.who.rank).collect();
     hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
