@@ -172,10 +172,29 @@ pub fn pdsh_candidate(line: &[u8]) -> Option<&[u8]> {
         && name
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        // A number is a Slurm label (`srun --label`), not a host.
+        && !name.iter().all(u8::is_ascii_digit)
         && !name.ends_with(b"Error")
-        && !name.ends_with(b"Exception");
+        && !name.ends_with(b"Exception")
+        && !LAUNCHER_PROGRAMS.contains(&name);
     ok.then_some(name)
 }
+
+/// Programs that start their own lines with `name: ` (`srun: error: …`,
+/// `slurmstepd: error: *** JOB … CANCELLED`): never a pdsh host.
+const LAUNCHER_PROGRAMS: &[&[u8]] = &[
+    b"srun",
+    b"slurmstepd",
+    b"salloc",
+    b"sbatch",
+    b"mpirun",
+    b"mpiexec",
+    b"prterun",
+    b"orterun",
+    b"torchrun",
+    b"pdsh",
+    b"clush",
+];
 
 #[cfg(test)]
 mod tests {
@@ -238,5 +257,12 @@ mod tests {
         );
         assert_eq!(parse_prefix(b"RuntimeError: x", &style), None);
         assert_eq!(pdsh_candidate(b"RuntimeError: x"), None);
+        // Slurm labels and the launchers' own lines are not hosts.
+        assert_eq!(pdsh_candidate(b"12: step 10/685"), None);
+        assert_eq!(
+            pdsh_candidate(b"srun: error: dgx003: task 6: Terminated"),
+            None
+        );
+        assert_eq!(pdsh_candidate(b"worker-1: x"), Some(&b"worker-1"[..]));
     }
 }

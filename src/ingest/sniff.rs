@@ -233,6 +233,24 @@ mod tests {
         );
     }
 
+    /// A short `srun --label` job output read whole as the head: its srun
+    /// and slurmstepd lines must keep their program names, which the
+    /// task-exit and cancel patterns read (Slurm 17+).
+    #[test]
+    fn a_slurm_labelled_output_has_no_pdsh_hosts_slurm_23() {
+        let head = b"0: NCCL version 2.21.5+cuda12.4\n1: NCCL version 2.21.5+cuda12.4\n\
+                     0: step 10/685\n1: step 10/685\n0: step 20/685\n1: step 20/685\n\
+                     0: step 30/685\n1: step 30/685\n\
+                     srun: error: dgx003: tasks 4-5,7: Aborted (core dumped)\n\
+                     srun: error: dgx002: tasks 0-3: Aborted (core dumped)\n\
+                     slurmstepd: error: *** STEP 1.0 ON dgx002 CANCELLED AT 2024-05-18T15:03:37 ***\n\
+                     slurmstepd: error: *** JOB 1 ON dgx002 CANCELLED AT 2024-05-18T15:03:37 ***\n\
+                     srun: error: dgx003: task 6: Terminated\n";
+        let style = sniff(head).launcher;
+        assert!(style.slurm_label);
+        assert!(style.pdsh_hosts.is_empty(), "{:?}", style.pdsh_hosts);
+    }
+
     #[test]
     fn json_documents_are_not_logs_but_json_lines_are() {
         assert!(matches!(
