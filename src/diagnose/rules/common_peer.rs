@@ -16,7 +16,8 @@ use crate::model::build::short_host_of;
 /// Moves `h` onto the one reporting rank every other reporter talks to, and
 /// names its NIC; leaves `h` as it is when no single rank is shared.
 pub fn locate(job: &Job, h: &mut Hypothesis) {
-    let Some(rank) = shared_rank(job, &h.ranks) else {
+    let shared = shared_rank(job, &h.ranks).or_else(|| lone_on_its_host(job, &h.ranks));
+    let Some(rank) = shared else {
         return;
     };
     let Some(info) = job.ranks.get(&rank) else {
@@ -78,6 +79,30 @@ fn shared_rank(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
     shared.next().is_none().then_some(first)
 }
 
+/// Without channel lines: a connection within a host does not cross its
+/// NICs, so reporters that share a host are not each other's failing end.
+/// When exactly one reporter is alone on its host and the others (at least
+/// two) are elsewhere, it is the one end all their failures can share.
+fn lone_on_its_host(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
+    let linked = job
+        .links
+        .iter()
+        .any(|l| reporters.contains(&l.src) || reporters.contains(&l.dst));
+    if reporters.len() < 3 || linked {
+        return None;
+    }
+    let mut by_host: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for &r in reporters {
+        by_host
+            .entry(job.short_host_of_rank(r)?)
+            .or_default()
+            .push(r);
+    }
+    let mut lone = by_host.values().filter(|ranks| ranks.len() == 1);
+    let first = lone.next()?;
+    lone.next().is_none().then_some(first[0])
+}
+
 fn most_common_host(job: &Job, ranks: &BTreeSet<u32>) -> Option<String> {
     super::network::most_common(
         ranks
@@ -121,6 +146,31 @@ mod tests {
         assert_eq!(h.peer_host.as_deref(), Some("a"));
         assert_eq!(h.device.as_deref(), Some("mlx5_0"));
         assert_eq!(h.port, Some(1));
+    }
+
+    #[test]
+    fn without_channel_lines_the_reporter_alone_on_its_host_is_the_bad_end() {
+        let mut job = job();
+        job.links.clear();
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.host = Some("b".into());
+        h.ranks = BTreeSet::from([0, 8, 15]);
+        locate(&job, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([0]));
+        assert_eq!(h.host.as_deref(), Some("a"));
+        assert_eq!(h.peer_host.as_deref(), Some("b"));
+        // Two hosts with one reporter each stay a tie.
+        let mut tie = Hypothesis::new(CauseKind::CrossRail);
+        tie.ranks = BTreeSet::from([0, 8]);
+        locate(&job, &mut tie);
+        assert_eq!(tie.ranks, BTreeSet::from([0, 8]));
+        // So do reporters spread one per host over three hosts.
+        let three: Vec<(u32, &str)> = vec![(0, "a"), (1, "b"), (2, "c")];
+        let spread = Job::with_ranks_on(&three);
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.ranks = BTreeSet::from([0, 1, 2]);
+        locate(&spread, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([0, 1, 2]));
     }
 
     #[test]
