@@ -19,6 +19,7 @@ type HostPid = (Sym, u32);
 /// Resolves every event's rank; returns the communicator init lines it
 /// read (the tree links read them too).
 pub(super) fn resolve(job: &mut Job) -> InitLines {
+    resolve_by_stated_rank(job);
     let inits = InitLines::of(job);
     let agents = AgentRanks::of(job);
     job.world_size = world_size(&inits).or(agents.world_size);
@@ -84,6 +85,21 @@ impl AgentRanks {
             }
         }
         out
+    }
+}
+
+/// A line that states its writer's global rank (a training script's
+/// `| distributed init (rank 15): …`) is that rank's, and pairs it with the
+/// launcher's local-rank prefix for the lines that follow.
+fn resolve_by_stated_rank(job: &mut Job) {
+    for ev in job
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == EventKind::TorchInfo)
+    {
+        if ev.who.rank.is_none() {
+            ev.who.rank = ev.int("global_rank").and_then(|r| u32::try_from(r).ok());
+        }
     }
 }
 

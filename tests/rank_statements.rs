@@ -1,5 +1,6 @@
-//! torchrun agents list their host's global ranks at rendezvous: with no
-//! NCCL INFO lines, that is where a rank that printed nothing ran.
+//! Lines other than NCCL's that say where a rank ran: torchrun agents list
+//! their host's global ranks at rendezvous, and training scripts print
+//! the rank each worker is. With no NCCL INFO lines, they are all there is.
 
 use std::path::Path;
 
@@ -60,4 +61,40 @@ fn the_agents_rendezvous_places_a_rank_that_printed_nothing_torch_1_13() {
         .expect("rank 6 is listed");
     assert_eq!(row["host"], "node002", "{row:#}");
     assert_eq!(v["cause"]["host"], "node002", "{v:#}");
+}
+
+/// A DeiT-style `init_distributed_mode` print under torchrun --tee 3, torch
+/// 2.3 (`[rankN]:` prefixes only on c10 lines): node002's workers print
+/// only that line, node001's time out in BARRIER 1 after it.
+#[test]
+fn a_scripts_distributed_init_line_names_the_rank_behind_its_local_prefix_deit() {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, host) in ["node001", "node002"].into_iter().enumerate() {
+        let mut log = String::new();
+        for local in 0..4u32 {
+            let rank = node as u32 * 4 + local;
+            log.push_str(&format!(
+                "[default{local}]:| distributed init (rank {rank}): env://, gpu {local}\n"
+            ));
+        }
+        if node == 0 {
+            for local in 0..4u32 {
+                log.push_str(&format!(
+                    "[default{local}]:[rank{local}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {local}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+                ));
+            }
+        }
+        write(dir.path(), &format!("{host}/torchrun.log"), &log);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["stuck_ranks"], serde_json::json!([4, 5, 6, 7]), "{v:#}");
+    let hosts: Vec<&str> = doc["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["rank"].as_u64().unwrap() >= 4)
+        .map(|r| r["host"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(hosts, ["node002"; 4], "{:#}", doc["ranks"]);
 }
