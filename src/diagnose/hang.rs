@@ -31,7 +31,12 @@ pub struct Hang {
 }
 
 /// Finds the hung collective; `None` when no watchdog fired.
-pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option<Hang> {
+pub fn find(
+    job: &Job,
+    dead: &BTreeSet<u32>,
+    erroring: &BTreeSet<u32>,
+    with_logs: &BTreeSet<u32>,
+) -> Option<Hang> {
     let (pg, seq) = hung_work(job)?;
     let mut hang = Hang {
         pg: pg.clone(),
@@ -79,7 +84,7 @@ pub fn find(job: &Job, dead: &BTreeSet<u32>, erroring: &BTreeSet<u32>) -> Option
     // A rank the launcher reports stopped existed even when no line of its
     // own was recognised: if it did not time out, it is silent.
     let stopped: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
-    let with_logs: BTreeSet<u32> = ranks_with_logs(job).union(&stopped).copied().collect();
+    let with_logs: BTreeSet<u32> = with_logs.union(&stopped).copied().collect();
     let ranks: BTreeSet<u32> = job.all_ranks().into_iter().chain(stopped).collect();
     for rank in ranks {
         let accounted =
@@ -152,16 +157,21 @@ pub fn ranks_with_logs(job: &Job) -> BTreeSet<u32> {
 /// outputs by local rank (torchrun `--tee`, `[default3]:` prefixes).
 fn hosts_with_merged_worker_logs(job: &Job) -> BTreeSet<&str> {
     let mut locals: BTreeMap<(&str, u32), BTreeSet<u32>> = BTreeMap::new();
+    // Consecutive lines mostly come from one worker: repeats of the last
+    // key are skipped (a lookup per line cost tens of milliseconds at 16k).
+    let mut last: Option<(&str, u32, u32)> = None;
     for e in &job.events {
-        let file = job.files.get(e.origin.file.0 as usize);
-        if !file.is_some_and(|f| f.multiplexed) {
+        let (Some(host), Some(local)) = (e.who.host.as_deref(), e.who.local_rank) else {
+            continue;
+        };
+        let key = (host, e.origin.file.0, local);
+        if last == Some(key) {
             continue;
         }
-        if let (Some(host), Some(local)) = (e.who.host.as_deref(), e.who.local_rank) {
-            locals
-                .entry((host, e.origin.file.0))
-                .or_default()
-                .insert(local);
+        last = Some(key);
+        let file = job.files.get(key.1 as usize);
+        if file.is_some_and(|f| f.multiplexed) {
+            locals.entry((host, key.1)).or_default().insert(local);
         }
     }
     locals

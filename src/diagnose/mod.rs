@@ -35,7 +35,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let ctx = Ctx { job, timeline, kb };
     let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
-    let hang = hang::find(job, &dead, &erroring);
+    let with_logs = hang::ranks_with_logs(job);
+    let hang = hang::find(job, &dead, &erroring, &with_logs);
     let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
     let hyps = select::merge(hyps);
     let mut hyps = select::explain(hyps, &kb.explains);
@@ -72,7 +73,14 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
         .collect();
     let verdict_evidence =
         evidence::verdict_evidence(&ctx, cause.as_ref(), hang.as_ref(), collective_cited);
-    let ranks = ranks::rows(&ctx, &stuck_ranks, &dead, &erroring, hang.as_ref());
+    let ranks = ranks::rows(
+        &ctx,
+        &stuck_ranks,
+        &dead,
+        &erroring,
+        &with_logs,
+        hang.as_ref(),
+    );
     let (counters, fabric) = review;
     Diagnosis {
         verdict: Verdict {

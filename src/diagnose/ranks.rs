@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::model::EventKind;
 
-use super::hang::{Hang, ranks_with_logs};
+use super::hang::Hang;
 use super::rules::Ctx;
 use super::verdict::{RankRow, RankState};
 
@@ -13,10 +13,10 @@ pub fn rows(
     stuck: &[u32],
     dead: &BTreeSet<u32>,
     erroring: &BTreeSet<u32>,
+    with_logs: &BTreeSet<u32>,
     hang: Option<&Hang>,
 ) -> Vec<RankRow> {
     let job = ctx.job;
-    let with_logs = ranks_with_logs(job);
     let completed: BTreeSet<u32> = job
         .events
         .iter()

@@ -115,7 +115,13 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         add_finding(&mut by_place, ctx.job, &f, &stuck);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
-    let last = last_lines(ctx.job, ctx.timeline, &stuck);
+    // Only the stuck ranks a hypothesis holds need their last line (a walk
+    // over every event).
+    let held: BTreeSet<u32> = out
+        .iter()
+        .flat_map(|h| h.ranks.intersection(&stuck).next().copied())
+        .collect();
+    let last = last_lines(ctx.job, ctx.timeline, &held);
     for h in &mut out {
         tie_to_stuck_rank(h, &stuck, &last);
     }
