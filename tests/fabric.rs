@@ -10,6 +10,8 @@ use serde_json::Value;
 
 mod common;
 
+use common::write;
+
 /// The line shapes of samples/ib-retry-exceeded (NCCL 2.20.5, torch, Slurm
 /// `--label`): 8 ranks on node001 and node002; ranks 2, 3, 6, 7 send over
 /// `NET/IB/1` = mlx5_1. Rank 6 (node002) is silent while the others time out.
@@ -52,12 +54,6 @@ fn sysfs(dev: &str, values: &[(&str, u64)]) -> String {
 }
 
 const IBSTAT_NODE003: &str = "CA 'mlx5_0'\n\tCA type: MT4129\n\tFirmware version: 28.39.1002\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 75\n\t\tSM lid: 334\n\t\tLink layer: InfiniBand\nCA 'mlx5_1'\n\tCA type: MT4129\n\tFirmware version: 28.39.1002\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 40\n\t\tBase lid: 0\n\t\tSM lid: 0\n\t\tLink layer: InfiniBand\n";
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn flapping_job() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -2,15 +2,9 @@
 //! their host's global ranks at rendezvous, and training scripts print
 //! the rank each worker is. With no NCCL INFO lines, they are all there is.
 
-use std::path::Path;
-
 mod common;
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use common::write;
 
 /// The agent's block as torch 1.9+ prints it (`api.py`, `_rendezvous`).
 fn rendezvous(group_rank: u32, first: u32) -> String {

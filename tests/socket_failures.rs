@@ -1,16 +1,10 @@
 //! Bootstrap connects that fail, and which end and cause they point at.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 mod common;
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use common::write;
 
 /// NCCL 2.19.3, one NCCL_DEBUG_FILE per rank: node001's ranks print only
 /// their version line; node002's ranks cannot connect to `peer`, the

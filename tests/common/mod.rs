@@ -32,3 +32,10 @@ pub fn analyze_to_json(path: &Path) -> serde_json::Value {
     };
     serde_json::from_str(&json::to_string(&json::document(&input))).unwrap()
 }
+
+/// Writes `text` to `root/rel`, making its folders: a job folder in a test.
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}

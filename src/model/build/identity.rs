@@ -398,36 +398,21 @@ fn build_rank_infos(
 ) {
     let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
     for r in job.world_size.map(|n| 0..n).into_iter().flatten() {
-        ranks.insert(
-            r,
-            RankInfo {
-                rank: r,
-                ..Default::default()
-            },
-        );
+        info_of(&mut ranks, r);
     }
     for ((host, pid), &rank) in by_pid {
-        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
-            rank,
-            ..Default::default()
-        });
+        let info = info_of(&mut ranks, rank);
         info.host.get_or_insert_with(|| host.to_string());
         info.pid.get_or_insert(*pid);
     }
     for ((host, local), &rank) in by_local {
-        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
-            rank,
-            ..Default::default()
-        });
+        let info = info_of(&mut ranks, rank);
         info.host.get_or_insert_with(|| host.to_string());
         info.local_rank.get_or_insert(*local);
     }
     for f in job.files.iter().filter(|f| f.lines > 0) {
         if let (Some(rank), Some(host)) = (f.hints.rank, &f.hints.host) {
-            let info = ranks.entry(rank).or_insert_with(|| RankInfo {
-                rank,
-                ..Default::default()
-            });
+            let info = info_of(&mut ranks, rank);
             info.host.get_or_insert_with(|| host.clone());
             info.local_rank = info.local_rank.or(f.hints.local_rank);
         }
@@ -443,10 +428,7 @@ fn build_rank_infos(
         if complete == Some(rank) && init.is_none() {
             continue;
         }
-        let info = ranks.entry(rank).or_insert_with(|| RankInfo {
-            rank,
-            ..Default::default()
-        });
+        let info = info_of(&mut ranks, rank);
         if info.host.is_none() {
             info.host = ev.who.host.as_deref().map(str::to_string);
         }
@@ -468,4 +450,12 @@ fn build_rank_infos(
         complete = (info.host.is_some() && info.local_rank.is_some()).then_some(rank);
     }
     job.ranks = ranks;
+}
+
+/// A rank's entry, made on first use.
+fn info_of(ranks: &mut BTreeMap<u32, RankInfo>, rank: u32) -> &mut RankInfo {
+    ranks.entry(rank).or_insert_with(|| RankInfo {
+        rank,
+        ..Default::default()
+    })
 }
