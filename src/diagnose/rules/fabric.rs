@@ -20,13 +20,13 @@ use crate::model::{CauseKind, EventKind, Job};
 
 use super::Ctx;
 use super::network::{RETRY_EXC_ERR, RNR_RETRY_EXC_ERR, Report, completion_reports};
+use super::setup::LATE_GID_FACTOR;
 
 /// Supports kept per hypothesis (the strongest).
 const MAX_SUPPORT: usize = 8;
 
 /// What a requester-side counter is worth on the peer it points at.
 const REQUESTER_FACTOR: f64 = 0.6;
-use super::setup::LATE_GID_FACTOR;
 
 type Place = (CauseKind, Option<String>, String, Option<u32>);
 
@@ -39,10 +39,12 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         let Some(cause) = r.cause else { continue };
         let peer = requester_peer(ctx.job, r).or_else(|| {
             receiver
-                .filter(|&(host, lost)| {
-                    r.requester_side && lost == cause && r.host.as_deref() != Some(host)
+                .filter(|&host| {
+                    r.requester_side
+                        && cause == CauseKind::PacketLoss
+                        && r.host.as_deref() != Some(host)
                 })
-                .map(|(host, _)| host.to_string())
+                .map(str::to_string)
         });
         // A rise on the sending side points at a path, not at a port: it
         // corroborates the far end, it does not match a port's own errors.
@@ -93,8 +95,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
-    if let Some((host, cause)) = receiver {
-        unanswered_sends_to(ctx.job, host, cause, &mut by_place);
+    if let Some(host) = receiver {
+        unanswered_sends_to(ctx.job, host, &mut by_place);
     }
     let connected = super::setup::connections_worked(ctx, hang);
     let shared_gid = gid_everywhere_but_few_failed(ctx.job, findings, hang.is_some());
@@ -184,30 +186,23 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
     hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
 }
 
-/// The one host whose own ports show a loss on receive, and that loss's
-/// cause. When no channel line says whom a requester talked to, its
-/// unanswered sends most likely went there: loss is seen at both ends of a
-/// path, as retries where it was sent and as sequence gaps where it arrived.
-fn lone_lossy_receiver(rows: &[CounterRow]) -> Option<(&str, CauseKind)> {
+/// The one host whose own ports show packet loss on receive. When no
+/// channel line says whom a requester talked to, its unanswered sends most
+/// likely went there: loss is seen at both ends of a path, as retries where
+/// it was sent and as sequence gaps where it arrived.
+fn lone_lossy_receiver(rows: &[CounterRow]) -> Option<&str> {
     let mut receivers = rows
         .iter()
         .filter(|r| r.suspicious && !r.requester_side && r.cause == Some(CauseKind::PacketLoss))
         .filter_map(|r| r.host.as_deref());
     let host = receivers.next()?;
-    receivers
-        .all(|h| h == host)
-        .then_some((host, CauseKind::PacketLoss))
+    receivers.all(|h| h == host).then_some(host)
 }
 
 /// Victims whose transfers to an address no log maps ran out of retries
 /// back the lone host that shows the loss on receive: their sends went
 /// unanswered, and that port saw the gaps they left.
-fn unanswered_sends_to(
-    job: &Job,
-    receiver: &str,
-    cause: CauseKind,
-    by_place: &mut BTreeMap<Place, Hypothesis>,
-) {
+fn unanswered_sends_to(job: &Job, receiver: &str, by_place: &mut BTreeMap<Place, Hypothesis>) {
     let reports: Vec<Report> = completion_reports(job)
         .into_iter()
         .filter(|r| r.peer_host.is_none() && r.host.as_deref() != Some(receiver))
@@ -217,7 +212,9 @@ fn unanswered_sends_to(
     // The receiving port's own hypothesis (its loss counters made it).
     let Some(h) = by_place
         .iter_mut()
-        .filter(|((kind, host, _, _), _)| *kind == cause && host.as_deref() == Some(receiver))
+        .filter(|((kind, host, _, _), _)| {
+            *kind == CauseKind::PacketLoss && host.as_deref() == Some(receiver)
+        })
         .map(|(_, h)| h)
         .max_by_key(|h| h.device.is_some())
     else {
