@@ -546,3 +546,53 @@ fn a_gid_hazard_everywhere_does_not_explain_a_hang_without_errors() {
         "{summary}"
     );
 }
+
+fn ethtool(values: &[(&str, u64)]) -> String {
+    let mut s = String::from("NIC statistics:\n");
+    for (name, v) in values {
+        s.push_str(&format!("     {name}: {v}\n"));
+    }
+    s
+}
+
+/// RoCE, no channel lines, every rank timed out: node001 and node002 were
+/// paused (received PFC pauses), node003 sent the pauses and stormed. A
+/// received pause points downstream, so the congestion is node003's.
+#[test]
+fn received_pauses_point_at_the_one_port_that_sent_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.21.5+cuda12.4\n");
+    for r in 0..12u32 {
+        log.push_str(&format!(
+            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=14257, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+        ));
+    }
+    write(dir.path(), "slurm-48217.out", &log);
+    for (when, n) in [("before", 0u64), ("after", 1u64)] {
+        for host in ["node001", "node002"] {
+            let paused = [
+                ("rx_prio3_pause", 50_000 + n * 15_000_000),
+                ("rx_prio3_pause_duration", 300_000 + n * 1_400_000_000),
+            ];
+            write(
+                dir.path(),
+                &format!("{host}/counters/{when}/ethtool-S-enp44s0np0.txt"),
+                &ethtool(&paused),
+            );
+        }
+        let sending = [
+            ("tx_prio3_pause", 30_000 + n * 58_000_000),
+            ("tx_prio3_pause_duration", 200_000 + n * 4_900_000_000),
+        ];
+        write(
+            dir.path(),
+            &format!("node003/counters/{when}/ethtool-S-enp44s0np0.txt"),
+            &ethtool(&sending),
+        );
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "congestion", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+    assert_eq!(cause["device"], "enp44s0np0", "{cause:#}");
+}

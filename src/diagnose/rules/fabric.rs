@@ -34,16 +34,18 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     let (rows, findings) = review;
     let stuck = stuck_ranks(hang);
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
-    let receiver = lone_lossy_receiver(rows);
+    let loss_at = lone_origin(rows, CauseKind::PacketLoss);
+    let congestion_at = lone_origin(rows, CauseKind::Congestion);
     for r in rows.iter().filter(|r| r.suspicious) {
         let Some(cause) = r.cause else { continue };
+        let origin = match cause {
+            CauseKind::PacketLoss => loss_at,
+            CauseKind::Congestion => congestion_at,
+            _ => None,
+        };
         let peer = requester_peer(ctx.job, r).or_else(|| {
-            receiver
-                .filter(|&host| {
-                    r.requester_side
-                        && cause == CauseKind::PacketLoss
-                        && r.host.as_deref() != Some(host)
-                })
+            origin
+                .filter(|&host| r.requester_side && r.host.as_deref() != Some(host))
                 .map(str::to_string)
         });
         // A rise on the sending side points at a path, not at a port: it
@@ -95,7 +97,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
-    if let Some(host) = receiver {
+    if let Some(host) = loss_at {
         unanswered_sends_to(ctx.job, host, &mut by_place);
     }
     let connected = super::setup::connections_worked(ctx, hang);
@@ -186,17 +188,19 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
     hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
 }
 
-/// The one host whose own ports show packet loss on receive. When no
-/// channel line says whom a requester talked to, its unanswered sends most
-/// likely went there: loss is seen at both ends of a path, as retries where
-/// it was sent and as sequence gaps where it arrived.
-fn lone_lossy_receiver(rows: &[CounterRow]) -> Option<&str> {
-    let mut receivers = rows
+/// The one host whose own ports show `cause` where it arises: loss on
+/// receive, pauses sent or buffers overflowing. When no channel line says
+/// whom a requester talked to, its unanswered or paused sends most likely
+/// went there: loss shows as retries where it was sent and as sequence
+/// gaps where it arrived; congestion as pauses received upstream of the
+/// port that sends them.
+fn lone_origin(rows: &[CounterRow], cause: CauseKind) -> Option<&str> {
+    let mut origins = rows
         .iter()
-        .filter(|r| r.suspicious && !r.requester_side && r.cause == Some(CauseKind::PacketLoss))
+        .filter(|r| r.suspicious && !r.requester_side && r.cause == Some(cause))
         .filter_map(|r| r.host.as_deref());
-    let host = receivers.next()?;
-    receivers.all(|h| h == host).then_some(host)
+    let host = origins.next()?;
+    origins.all(|h| h == host).then_some(host)
 }
 
 /// Victims whose transfers to an address no log maps ran out of retries
