@@ -350,9 +350,7 @@ fn lossy_receiver_job() -> tempfile::TempDir {
         ));
     }
     for r in 0..8u32 {
-        log.push_str(&format!(
-            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3728, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
-        ));
+        log.push_str(&slurm_timeout(r, 3728, "ALLREDUCE"));
     }
     write(root, "slurm-48214.out", &log);
     let requester = |after: u64| {
@@ -452,9 +450,7 @@ fn cross_rail_loss_job() -> tempfile::TempDir {
     }
     log.push_str("4: node002:1004:1054 [0] transport/net_ib.cc:1556 NCCL WARN NET/IB : Got completion from peer 10.3.0.11<34762> with error 12, opcode 0, len 0, vendor err 129\n");
     for r in 0..4u32 {
-        log.push_str(&format!(
-            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2707, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
-        ));
+        log.push_str(&slurm_timeout(r, 2707, "ALLREDUCE"));
     }
     write(dir.path(), "slurm-48215.out", &log);
     let receiver = |n: u64| [("out_of_sequence", n * 40), ("duplicate_request", n * 3)];
@@ -520,9 +516,7 @@ fn a_gid_hazard_everywhere_does_not_explain_a_hang_without_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
     for r in 0..8u32 {
-        log.push_str(&format!(
-            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=767066978, NumelOut=767066978, Timeout(ms)=1800000) ran for 1800117 milliseconds before timing out.\n"
-        ));
+        log.push_str(&slurm_timeout(r, 1, "BROADCAST"));
     }
     write(dir.path(), "slurm-48216.out", &log);
     write(dir.path(), "node001/show_gids.txt", &show_gids(11));
@@ -563,9 +557,7 @@ fn received_pauses_point_at_the_one_port_that_sent_them() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = String::from("0: NCCL version 2.21.5+cuda12.4\n");
     for r in 0..12u32 {
-        log.push_str(&format!(
-            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=14257, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
-        ));
+        log.push_str(&slurm_timeout(r, 14257, "ALLREDUCE"));
     }
     write(dir.path(), "slurm-48217.out", &log);
     for (when, n) in [("before", 0u64), ("after", 1u64)] {
@@ -595,4 +587,11 @@ fn received_pauses_point_at_the_one_port_that_sent_them() {
     assert_eq!(cause["kind"], "congestion", "{cause:#}");
     assert_eq!(cause["host"], "node003", "{cause:#}");
     assert_eq!(cause["device"], "enp44s0np0", "{cause:#}");
+}
+
+/// A Slurm-labelled (`srun --label`) torch 2.x watchdog timeout of `rank`.
+fn slurm_timeout(rank: u32, seq: u32, op: &str) -> String {
+    format!(
+        "{rank}: [rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
+    )
 }
