@@ -595,3 +595,58 @@ fn slurm_timeout(rank: u32, seq: u32, op: &str) -> String {
         "{rank}: [rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
     )
 }
+
+/// `ibstat` of a host with four active InfiniBand HCAs, mlx5_0 … mlx5_3.
+fn ibstat_four_hcas() -> String {
+    (0..4)
+        .map(|i| {
+            format!(
+                "CA 'mlx5_{i}'\n\tCA type: MT4129\n\tFirmware version: 28.39.1002\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: {}\n\t\tSM lid: 334\n\t\tLink layer: InfiniBand\n",
+                70 + i
+            )
+        })
+        .collect()
+}
+
+/// NCCL_DEBUG=WARN (NCCL 2.20.5, `srun --label`): no line lists a rank's
+/// NICs. Rank 7, GPU 3 of node002, cannot bring up its queue pair. With one
+/// HCA per GPU on node002, mlx5_3 is the NIC it most likely uses: the
+/// verdict names it and says it is a guess.
+#[test]
+fn a_failing_rank_without_nic_lines_is_placed_on_its_gpus_likely_nic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
+    for r in 0..8u32 {
+        log.push_str(&format!(
+            "{r}: | distributed init (rank {r}): env://, gpu {}\n",
+            r % 4
+        ));
+    }
+    log.push_str("7: node002:3298933:3298984 [3] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out\n");
+    log.push_str("srun: error: node001: tasks 0-3: Exited with exit code 1\n");
+    log.push_str("srun: error: node002: tasks 4-7: Exited with exit code 1\n");
+    write(dir.path(), "slurm-48217.out", &log);
+    for host in ["node001", "node002"] {
+        write(
+            dir.path(),
+            &format!("{host}/ibstat.txt"),
+            &ibstat_four_hcas(),
+        );
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "cross_rail", "{cause:#}");
+    assert_eq!(cause["host"], "node002", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_3", "{cause:#}");
+    assert_eq!(cause["port"], 1, "{cause:#}");
+    let guess = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"] == "node002/ibstat.txt")
+        .unwrap_or_else(|| panic!("the NIC's snapshot line is cited: {cause:#}"));
+    assert!(
+        guess["why"].as_str().unwrap().contains("most likely uses"),
+        "{guess:#}"
+    );
+}

@@ -6,16 +6,21 @@ mod common;
 
 use common::write;
 
-/// NCCL 2.19.3, one NCCL_DEBUG_FILE per rank: node001's ranks print only
-/// their version line; node002's ranks cannot connect to `peer`, the
-/// address node001 advertised (NCCL's `socketStartConnect` warning).
+/// NCCL 2.19.3, one NCCL_DEBUG_FILE per rank, four ranks per host: the
+/// first hosts' ranks print only their version line; the last host's ranks
+/// cannot connect to `peer`, the address node001 advertised (NCCL's
+/// `socketStartConnect` warning).
 fn refused_job(peer: &str) -> (tempfile::TempDir, Value) {
+    refused_job_on(peer, 2)
+}
+
+fn refused_job_on(peer: &str, hosts: u32) -> (tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
-    for r in 0..8u32 {
-        let host = if r < 4 { "node001" } else { "node002" };
+    for r in 0..4 * hosts {
+        let host = format!("node{:03}", r / 4 + 1);
         let (l, pid) = (r % 4, 4100 + r);
         let mut text = format!("{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.19.3+cuda12.2\n");
-        if r >= 4 {
+        if r >= 4 * (hosts - 1) {
             text.push_str(&format!(
                 "{host}:{pid}:{pid} [{l}] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {peer}<40821> failed : Connection refused\n"
             ));
@@ -61,4 +66,27 @@ fn a_refused_connect_to_a_routable_address_is_a_firewall() {
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "firewall", "{cause:#}");
     assert_eq!(cause["host"], "node001", "{cause:#}");
+}
+
+/// Among three hosts, docker0's address names none of them: no host is
+/// blamed (least of all the one that reported), and the summary says which
+/// host to look for.
+#[test]
+fn a_host_local_address_among_many_hosts_names_no_host() {
+    let (_dir, doc) = refused_job_on("172.17.0.1", 3);
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert_eq!(cause["host"], Value::Null, "{cause:#}");
+    assert_eq!(cause["peer_host"], "node003", "{cause:#}");
+    assert!(
+        cause["summary"]
+            .as_str()
+            .unwrap()
+            .contains("the host whose ranks advertised 172.17.0.1"),
+        "{cause:#}"
+    );
+    assert!(
+        doc["verdict"]["stuck_ranks"].as_array().unwrap().is_empty(),
+        "{doc:#}"
+    );
 }

@@ -184,6 +184,15 @@ impl NicUse {
             .map_or(device, String::as_str)
     }
 
+    /// The one NIC `rank` most likely sends over, where its host's ranks
+    /// listed none (see `likely_users`).
+    pub fn likely_nic_of(&self, host: &str, rank: u32) -> Option<&str> {
+        let hcas = self.likely.get(&short_host_of(host))?;
+        let mut of_rank = hcas.iter().filter(|(_, ranks)| ranks.contains(&rank));
+        let (hca, _) = of_rank.next()?;
+        of_rank.next().is_none().then_some(hca.as_str())
+    }
+
     /// How the job uses `device` on `host`.
     pub fn of(&self, host: Option<&str>, device: &str) -> Use {
         if !self.mapped {

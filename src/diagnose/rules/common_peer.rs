@@ -9,7 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diagnose::hypothesis::Hypothesis;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::diagnose::nic_use::NicUse;
 use crate::model::Job;
 use crate::model::build::short_host_of;
 
@@ -55,6 +56,51 @@ pub fn name_the_nic(job: &Job, h: &mut Hypothesis) {
     {
         h.device = Some(device);
         h.port = port;
+    }
+}
+
+/// Where the logs list no NIC for the ranks of `h` (NCCL_DEBUG=WARN): the
+/// NIC they most likely use (one RDMA device per GPU, local rank k on the
+/// k-th), cited by its port's snapshot line and said to be a guess.
+pub fn name_the_likely_nic(job: &Job, h: &mut Hypothesis) {
+    let Some(host) = h.host.clone().filter(|_| h.device.is_none()) else {
+        return;
+    };
+    let usage = NicUse::new(job);
+    let mut nics = h.ranks.iter().map(|&r| usage.likely_nic_of(&host, r));
+    let Some(Some(device)) = nics.next() else {
+        return;
+    };
+    if nics.any(|d| d != Some(device)) {
+        return;
+    }
+    let short = short_host_of(&host);
+    let ports: Vec<_> = job
+        .ports
+        .iter()
+        .filter(|p| {
+            p.device == device && p.host.as_deref().map(short_host_of) == Some(short.clone())
+        })
+        .collect();
+    h.device = Some(device.to_string());
+    h.port = match ports.as_slice() {
+        [one] => one.port,
+        _ => None,
+    };
+    let why = format!(
+        "no log lists the NICs of rank {}: {device} is the one it most likely uses (one RDMA device per GPU on {host}; GPU k is nearest to the k-th)",
+        h.ranks
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let line = ports
+        .first()
+        .and_then(|p| p.lines.get("state").or_else(|| p.lines.values().next()));
+    match line {
+        Some(line) => h.support_table(Source::Snapshot, 0.0, line.clone(), why),
+        None => h.support(Source::Snapshot, 0.0, None, why),
     }
 }
 

@@ -109,6 +109,7 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         if let Some(h) = hyps.get_mut(&kind) {
             super::common_peer::locate(ctx.job, h);
             super::common_peer::name_the_nic(ctx.job, h);
+            super::common_peer::name_the_likely_nic(ctx.job, h);
         }
     }
     // The locked-memory limit is the host's (its container, its ulimit):
@@ -235,6 +236,8 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut connect_errors: Vec<EventIdx> = Vec::new();
     let mut iface_hyp = Hypothesis::new(CauseKind::SocketInterface);
     let mut fw_hyp = Hypothesis::new(CauseKind::Firewall);
+    // A peer address every host has (docker0's): no log says whose it was.
+    let mut local_peer: Option<String> = None;
     let read = |k| matches!(k, EventKind::BootstrapError | EventKind::SocketError);
     for (idx, ev) in job.events_where(read) {
         match ev.kind {
@@ -322,11 +325,16 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     .filter(|p| is_ip(p))
                     .and_then(|_| job.other_host_of_two(host.as_deref()?))
             })
-            .or_else(|| peer.clone().filter(is_ip));
+            .or_else(|| peer.clone().filter(|p| is_ip(p) && local_net.is_none()));
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
             match &target {
                 Some(t) => {
                     h.host = h.host.take().or(Some(t.clone()));
+                    h.peer_host = h.peer_host.take().or(host.clone());
+                }
+                // Every host has this address: it names none of them, and
+                // the reporter is still the victim.
+                None if local_net.is_some() => {
                     h.peer_host = h.peer_host.take().or(host.clone());
                 }
                 None => {
@@ -344,6 +352,7 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.support(Source::Nccl, w, Some(idx), why);
         }
         if let (Some(net), Some(addr)) = (local_net, ev.text_field("peer")) {
+            local_peer.get_or_insert_with(|| addr.to_string());
             iface_hyp
                 .values
                 .entry("detail")
@@ -359,6 +368,12 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .or_insert_with(|| format!("`{error}`"));
     }
     for h in [&mut iface_hyp, &mut fw_hyp] {
+        if h.host.is_none()
+            && let Some(addr) = &local_peer
+        {
+            h.values
+                .insert("host", format!("the host whose ranks advertised {addr}"));
+        }
         if h.ranks.is_empty()
             && let Some(host) = h.host.clone()
         {
