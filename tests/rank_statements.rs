@@ -92,3 +92,38 @@ fn a_scripts_distributed_init_line_names_the_rank_behind_its_local_prefix_deit()
         .collect();
     assert_eq!(hosts, ["node002"; 4], "{:#}", doc["ranks"]);
 }
+
+/// `srun --label`, NCCL_DEBUG=WARN (Slurm 17+): no line but srun's own
+/// names a node. `srun: error: node002: tasks 4-5,7: Aborted` places those
+/// tasks, which are the ranks.
+#[test]
+fn srun_task_errors_place_the_ranks_they_name_slurm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for r in 0..8u32 {
+        log.push_str(&format!(
+            "{r}: | distributed init (rank {r}): env://, gpu {}\n",
+            r % 4
+        ));
+    }
+    for r in (0..8u32).filter(|&r| r != 6) {
+        log.push_str(&format!(
+            "{r}: [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.\n"
+        ));
+    }
+    log.push_str("srun: error: node001: tasks 0-3: Aborted (core dumped)\n");
+    log.push_str("srun: error: node002: tasks 4-5,7: Aborted (core dumped)\n");
+    write(dir.path(), "slurm-48218.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let hosts: Vec<String> = doc["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap_or("-").to_string())
+        .collect();
+    let named = [0, 1, 2, 3, 4, 5, 7].map(|r| hosts[r].as_str());
+    let want = [
+        "node001", "node001", "node001", "node001", "node002", "node002", "node002",
+    ];
+    assert_eq!(named, want, "{:#}", doc["ranks"]);
+}

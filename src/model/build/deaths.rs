@@ -416,7 +416,7 @@ pub fn signal_name(n: i64) -> Option<&'static str> {
 }
 
 /// `8-15`, `3,5,7-9`, `[0-3]` → the listed numbers (capped, for safety).
-fn expand_ranges(s: &str) -> Vec<u32> {
+pub(super) fn expand_ranges(s: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for part in s.trim_matches(['[', ']']).split(',') {
         let mut ends = part.splitn(2, '-').map(|x| x.trim().parse::<u32>().ok());

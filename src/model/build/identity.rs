@@ -56,6 +56,9 @@ pub(super) fn resolve(job: &mut Job) -> InitLines {
     resolve_by_file(job);
     resolve_by_default_group_rank(job);
     build_rank_infos(job, &inits, &by_pid, &by_local);
+    if task_is_rank {
+        place_tasks_srun_reported(job);
+    }
     inits
 }
 
@@ -450,6 +453,30 @@ fn build_rank_infos(
         complete = (info.host.is_some() && info.local_rank.is_some()).then_some(rank);
     }
     job.ranks = ranks;
+}
+
+/// `srun: error: node012: tasks 0-3: Aborted` names the node each task ran
+/// on: where tasks are ranks, the host of ranks no other line placed
+/// (NCCL_DEBUG=WARN jobs print little else that does).
+fn place_tasks_srun_reported(job: &mut Job) {
+    let mut placed: Vec<(u32, String)> = Vec::new();
+    for (_, ev) in job.events_where(|k| k == EventKind::TaskExited) {
+        let (Some(host), Some(tasks)) = (ev.text_field("hosts"), ev.text_field("tasks")) else {
+            continue;
+        };
+        if host.contains(['[', ',']) {
+            continue;
+        }
+        for task in super::deaths::expand_ranges(tasks) {
+            placed.push((task, host.to_string()));
+        }
+    }
+    for (rank, host) in placed {
+        if job.world_size.is_some_and(|n| rank >= n) {
+            continue;
+        }
+        info_of(&mut job.ranks, rank).host.get_or_insert(host);
+    }
 }
 
 /// A rank's entry, made on first use.
