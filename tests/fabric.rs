@@ -650,3 +650,69 @@ fn a_failing_rank_without_nic_lines_is_placed_on_its_gpus_likely_nic() {
         "{guess:#}"
     );
 }
+
+/// `ibv_devinfo` (rdma-core 28+) of a RoCE host with two HCAs; `mtu0` is
+/// mlx5_0's active MTU.
+fn ibv_devinfo(mtu0: u32) -> String {
+    [("mlx5_0", mtu0), ("mlx5_1", 4096)]
+        .iter()
+        .map(|(dev, mtu)| {
+            let code = if *mtu == 4096 { 5 } else { 3 };
+            format!(
+                "hca_id:\t{dev}\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.39.1002\n\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tmax_mtu:\t\t4096 (5)\n\t\t\tactive_mtu:\t\t{mtu} ({code})\n\t\t\tsm_lid:\t\t\t0\n\t\t\tport_lid:\t\t0\n\t\t\tlink_layer:\t\tEthernet\n\n"
+            )
+        })
+        .collect()
+}
+
+/// Two hosts, NCCL_DEBUG=WARN (NCCL 2.19.3): node001's ranks go silent
+/// while node002's time out; rank 0's sends to an address no log maps ran
+/// out of retries, as node001's mlx5_0 counters show. Of two hosts
+/// the sends went to the other one, whose mlx5_0 has an MTU of 1024 where
+/// the fabric has 4096: the loss is the MTU's, on node002, not node001's.
+#[test]
+fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.19.3+cuda12.2\n");
+    log.push_str("0: node001:2880775:2880898 [0] transport/net_ib.cc:1556 NCCL WARN NET/IB : Got completion from peer 10.199.0.2<44567> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ::ffff:10.201.0.1 remoteGid ::ffff:10.201.0.2\n");
+    for r in 4..8u32 {
+        log.push_str(&slurm_timeout(r, 7050, "ALLREDUCE"));
+    }
+    log.push_str("srun: error: node001: tasks 0-3: Aborted (core dumped)\n");
+    log.push_str("srun: error: node002: tasks 4-7: Aborted (core dumped)\n");
+    write(dir.path(), "slurm-48219.out", &log);
+    for (host, mtu) in [("node001", 4096), ("node002", 1024)] {
+        write(
+            dir.path(),
+            &format!("{host}/ibv_devinfo.txt"),
+            &ibv_devinfo(mtu),
+        );
+    }
+    for (when, n) in [("before", 0u64), ("after", 1)] {
+        let retries = [
+            ("local_ack_timeout_err", 680 * n),
+            ("req_transport_retries_exceeded", n),
+        ];
+        let text = hw_counters("mlx5_0", &retries);
+        write(
+            dir.path(),
+            &format!("node001/counters/{when}/sysfs-counters.txt"),
+            &text,
+        );
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "mtu_mismatch", "{cause:#}");
+    assert_eq!(cause["host"], "node002", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
+    let cited: Vec<&str> = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        cited.contains(&"node001/counters/after/sysfs-counters.txt"),
+        "the sender's retries corroborate: {cited:?}"
+    );
+}

@@ -36,6 +36,15 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     let loss_at = lone_origin(rows, CauseKind::PacketLoss);
     let congestion_at = lone_origin(rows, CauseKind::Congestion);
+    // Of two hosts, a requester's network sends all went to the other.
+    let two_hosts = Some(ctx.job.hosts_seen()).filter(|h| h.len() == 2);
+    let other_of_two = |r: &CounterRow| {
+        let me = short_host_of(r.host.as_deref()?);
+        let hosts = two_hosts.as_ref().filter(|_| r.requester_side)?;
+        hosts
+            .contains(&me)
+            .then(|| hosts.iter().find(|h| **h != me).cloned())?
+    };
     for r in rows.iter().filter(|r| r.suspicious) {
         let Some(cause) = r.cause else { continue };
         let origin = match cause {
@@ -43,11 +52,13 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
             CauseKind::Congestion => congestion_at,
             _ => None,
         };
-        let peer = requester_peer(ctx.job, r).or_else(|| {
-            origin
-                .filter(|&host| r.requester_side && r.host.as_deref() != Some(host))
-                .map(str::to_string)
-        });
+        let peer = requester_peer(ctx.job, r)
+            .or_else(|| {
+                origin
+                    .filter(|&host| r.requester_side && r.host.as_deref() != Some(host))
+                    .map(str::to_string)
+            })
+            .or_else(|| other_of_two(r));
         // A rise on the sending side points at a path, not at a port: it
         // corroborates the far end, it does not match a port's own errors.
         let weight = if peer.is_some() {
