@@ -716,3 +716,44 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
         "the sender's retries corroborate: {cited:?}"
     );
 }
+
+/// NCCL_DEBUG=WARN under `srun --label`, no snapshots: every rank timed out
+/// and node002's mlx5_3 saw packets out of sequence. The hw_counters dumps
+/// show each host's four RDMA devices, one per GPU, so local rank 3 of
+/// node002 (rank 7) is the rank most likely on that port.
+#[test]
+fn counter_dumps_alone_tie_a_lossy_port_to_its_likely_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.19.3+cuda12.2\n");
+    for r in 0..8u32 {
+        log.push_str(&slurm_timeout(r, 205, "ALLREDUCE"));
+    }
+    log.push_str("srun: error: node001: tasks 0-3: Aborted (core dumped)\n");
+    log.push_str("srun: error: node002: tasks 4-7: Aborted (core dumped)\n");
+    write(dir.path(), "slurm-48220.out", &log);
+    for (when, n) in [("before", 0u64), ("after", 1)] {
+        for host in ["node001", "node002"] {
+            let text: String = (0..4)
+                .map(|d| {
+                    let lost = if host == "node002" && d == 3 {
+                        7616 * n
+                    } else {
+                        0
+                    };
+                    hw_counters(&format!("mlx5_{d}"), &[("out_of_sequence", lost)])
+                })
+                .collect();
+            write(
+                dir.path(),
+                &format!("{host}/counters/{when}/sysfs-counters.txt"),
+                &text,
+            );
+        }
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "packet_loss", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node002", "{v:#}");
+    assert_eq!(v["cause"]["device"], "mlx5_3", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([7]), "{v:#}");
+}

@@ -283,8 +283,8 @@ fn slots_per_host(ranks: &[&RankInfo], even: u32) -> usize {
     (ranks.len() as u32).max(even).max(top_local) as usize
 }
 
-/// The RDMA devices each host's snapshots and kernel log name, in probe
-/// order (`mlx5_2` before `mlx5_10`).
+/// The RDMA devices each host's snapshots, kernel log and RDMA counter
+/// dumps name, in probe order (`mlx5_2` before `mlx5_10`).
 fn hcas_by_host<'j>(job: &'j Job) -> BTreeMap<String, Vec<String>> {
     let mut sets: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     let mut add = |host: Option<&str>, dev: &'j str| {
@@ -303,6 +303,17 @@ fn hcas_by_host<'j>(job: &'j Job) -> BTreeMap<String, Vec<String>> {
             if let Some(ib) = n.ibdev.as_deref() {
                 add(Some(h), ib);
             }
+        }
+    }
+    // Dumps under /sys/class/infiniband/<dev> and `rdma statistic` name
+    // RDMA devices (perfquery's LIDs and ethtool's netdevs do not).
+    for ((h, dev), src) in &job.counter_devices {
+        let names_hca = matches!(
+            src,
+            CounterSource::Sysfs | CounterSource::HwCounters | CounterSource::RdmaStatistic
+        );
+        if names_hca {
+            add(h.as_deref(), dev);
         }
     }
     sets.into_iter()

@@ -24,11 +24,25 @@ pub struct Choice {
 pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     let (placed, loose): (Vec<Hypothesis>, Vec<Hypothesis>) =
         hyps.into_iter().partition(|h| h.device.is_some());
+    let (by_lid, placed): (Vec<Hypothesis>, Vec<Hypothesis>) = placed
+        .into_iter()
+        .partition(|h| lid_only(h.device.as_deref()));
     let mut out: Vec<Hypothesis> = Vec::new();
     for h in placed {
         match out.iter_mut().find(|o| same_story(o, &h)) {
             Some(o) => absorb(o, h),
             None => out.push(h),
+        }
+    }
+    // A port known only by its LID (perfquery without an ibstat to name it)
+    // is the one port of that host the same cause names, when there is one.
+    for h in by_lid {
+        let mut same = out
+            .iter_mut()
+            .filter(|o| o.device.is_some() && same_cause_on_host(o, &h));
+        match (same.next(), same.next()) {
+            (Some(o), None) => absorb(o, h),
+            _ => out.push(h),
         }
     }
     // A cause known only by host joins the port on that host that shares
@@ -86,6 +100,13 @@ pub fn explain(
     hyps
 }
 
+/// `Lid 17`: a port no snapshot named.
+fn lid_only(device: Option<&str>) -> bool {
+    device
+        .and_then(|d| d.strip_prefix("Lid "))
+        .is_some_and(|n| n.trim().parse::<u32>().is_ok())
+}
+
 fn same_place(a: &Hypothesis, b: &Hypothesis) -> bool {
     a.host.is_some()
         && a.host == b.host
@@ -96,10 +117,11 @@ fn same_place(a: &Hypothesis, b: &Hypothesis) -> bool {
 /// the device: the same story told by different sources.
 fn same_story(a: &Hypothesis, b: &Hypothesis) -> bool {
     let fits = |x: &Option<String>, y: &Option<String>| x.is_none() || y.is_none() || x == y;
-    a.kind == b.kind
-        && a.host == b.host
-        && fits(&a.device, &b.device)
-        && fits(&a.gpu_bus_id, &b.gpu_bus_id)
+    same_cause_on_host(a, b) && fits(&a.device, &b.device) && fits(&a.gpu_bus_id, &b.gpu_bus_id)
+}
+
+fn same_cause_on_host(a: &Hypothesis, b: &Hypothesis) -> bool {
+    a.kind == b.kind && a.host == b.host
 }
 
 /// Folds `h` into `o`: support adds up; the more precise place and the
@@ -415,4 +437,42 @@ fn weak_leads(sorted: &[Hypothesis]) -> Vec<String> {
             (None, _) => format!("{kind} ({confidence:.2})"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loss_on(host: &str, device: &str) -> Hypothesis {
+        let mut h = Hypothesis::new(CauseKind::PacketLoss);
+        h.host = Some(host.into());
+        h.device = Some(device.into());
+        h.support(
+            Source::Counters,
+            0.4,
+            None,
+            format!("{device} lost packets"),
+        );
+        h
+    }
+
+    #[test]
+    fn a_port_known_by_its_lid_joins_the_one_named_port_of_its_host() {
+        let merged = merge(vec![loss_on("n1", "Lid 17"), loss_on("n1", "mlx5_7")]);
+        assert_eq!(merged.len(), 1, "{merged:?}");
+        assert_eq!(merged[0].device.as_deref(), Some("mlx5_7"));
+        assert_eq!(merged[0].support.len(), 2);
+    }
+
+    #[test]
+    fn a_lid_stays_apart_where_several_ports_or_another_host_could_be_it() {
+        let two = merge(vec![
+            loss_on("n1", "Lid 17"),
+            loss_on("n1", "mlx5_6"),
+            loss_on("n1", "mlx5_7"),
+        ]);
+        assert_eq!(two.len(), 3, "{two:?}");
+        let elsewhere = merge(vec![loss_on("n1", "Lid 17"), loss_on("n2", "mlx5_7")]);
+        assert_eq!(elsewhere.len(), 2, "{elsewhere:?}");
+    }
 }
