@@ -353,3 +353,38 @@ fn ibstat_names_and_dmesg_functions_tie_netdevs_to_hcas_in_probe_order() {
     );
     assert!(nics.values().all(|n| n.ibdev_guessed));
 }
+
+/// Neither NCCL nor a snapshot names node007's HCAs, but its
+/// `/sys/class/infiniband/<dev>` counter dumps do: the kernel log's mlx5
+/// functions take those names in probe order, so a firmware fault on the
+/// second function (mlx5 health, kernel 5.x) is placed on mlx5_1.
+#[test]
+fn counter_dump_names_tie_an_hca_fault_by_pci_address_to_its_rdma_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("node007");
+    let mut dmesg = String::new();
+    for pci in ["0000:1a:00.0", "0000:2c:00.0"] {
+        dmesg += &format!(
+            "[    1.000000] mlx5_core {pci}: 252.048 Gb/s available PCIe bandwidth (16.0 GT/s PCIe x16 link)\n"
+        );
+    }
+    dmesg +=
+        "[620567.457514] mlx5_core 0000:2c:00.0: poll_health:791:(pid 0): Fatal error 1 detected\n";
+    std::fs::create_dir_all(dir.join("counters/before")).unwrap();
+    std::fs::create_dir_all(dir.join("counters/after")).unwrap();
+    std::fs::write(dir.join("dmesg.txt"), dmesg).unwrap();
+    for when in ["before", "after"] {
+        let sysfs: String = ["mlx5_0", "mlx5_1"]
+            .iter()
+            .map(|d| format!("/sys/class/infiniband/{d}/ports/1/counters/link_downed:0\n"))
+            .collect();
+        std::fs::write(dir.join(format!("counters/{when}/sysfs.txt")), sysfs).unwrap();
+    }
+    let a = common::analyze(tmp.path());
+    let nic = &a.job.kernel.hosts["node007"].nics["0000:2c:00.0"];
+    assert_eq!(nic.ibdev.as_deref(), Some("mlx5_1"));
+    assert!(nic.ibdev_guessed);
+    let cause = a.diagnosis.verdict.cause.as_ref().expect("a cause");
+    assert_eq!(cause.kind.to_string(), "hca_fault", "{cause:?}");
+    assert_eq!(cause.device.as_deref(), Some("mlx5_1"), "{cause:?}");
+}

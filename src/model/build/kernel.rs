@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use crate::grammar::normalize_bus_id;
 use crate::model::kernel::{KernelMap, KernelPlace, is_kernel};
-use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, Value};
+use crate::model::{CounterSource, Death, DeathKind, Event, EventIdx, EventKind, Job, Value};
 
 use super::short_host;
 
@@ -38,7 +38,7 @@ pub fn collect(job: &mut Job) {
     let hosts = event_hosts(job);
     let mut map = KernelMap::default();
     harvest_names(job, &hosts, &mut map);
-    names_from_nccl(job, &mut map);
+    name_rdma_devices(job, &mut map);
     let by_host = ranks_by_host(job);
     // Each kernel line is placed alone: in parallel (thousands of hosts).
     let places: Vec<(EventIdx, KernelPlace)> = hosts
@@ -201,15 +201,19 @@ pub fn pci_from_name(name: &str) -> Option<String> {
         .then(|| format!("{dom:04x}:{bus:02x}:{slot:02x}.{func:x}"))
 }
 
-/// RDMA device names NCCL or the fabric snapshots (ibstat, show_gids) use,
+/// RDMA device names NCCL, the fabric snapshots (ibstat, show_gids) or the
+/// RDMA counter dumps use,
 /// tied to PCI functions: predictable names spell their address; `mlx5_N`
 /// names follow PCI probe order, which is used only when the kernel log
 /// shows every mlx5 function up to N and no line names any RDMA device of
 /// the host (then marked as guessed).
-fn names_from_nccl(job: &Job, map: &mut KernelMap) {
-    let mut names: BTreeMap<&str, BTreeSet<&String>> = BTreeMap::new();
+fn name_rdma_devices(job: &Job, map: &mut KernelMap) {
+    let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (host, info) in &job.hosts {
-        names.entry(host).or_default().extend(info.nics.keys());
+        names
+            .entry(host)
+            .or_default()
+            .extend(info.nics.keys().map(String::as_str));
     }
     let snapshots = job
         .ports
@@ -218,7 +222,18 @@ fn names_from_nccl(job: &Job, map: &mut KernelMap) {
         .chain(job.gids.iter().map(|g| (&g.host, &g.device)));
     for (host, device) in snapshots {
         if let Some(h) = host {
-            names.entry(h).or_default().insert(device);
+            names.entry(h).or_default().insert(device.as_str());
+        }
+    }
+    // Dumps under /sys/class/infiniband/<dev> and `rdma statistic` name the
+    // host's RDMA devices too (perfquery's LIDs, ethtool's netdevs do not).
+    for ((host, device), src) in &job.counter_devices {
+        let names_hca = matches!(
+            src,
+            CounterSource::Sysfs | CounterSource::HwCounters | CounterSource::RdmaStatistic
+        );
+        if let (true, Some(h)) = (names_hca, host) {
+            names.entry(h.as_str()).or_default().insert(device.as_str());
         }
     }
     for (host, hcas) in names {
@@ -228,10 +243,10 @@ fn names_from_nccl(job: &Job, map: &mut KernelMap) {
         for &name in &hcas {
             if let Some(pci) = pci_from_name(name) {
                 let nic = devices.nics.entry(pci).or_default();
-                nic.ibdev.get_or_insert_with(|| name.clone());
+                nic.ibdev.get_or_insert_with(|| name.to_string());
             }
         }
-        let numbered: BTreeMap<usize, &String> = hcas
+        let numbered: BTreeMap<usize, &str> = hcas
             .iter()
             .copied()
             .filter_map(|n| {
@@ -253,7 +268,7 @@ fn names_from_nccl(job: &Job, map: &mut KernelMap) {
         let in_order = devices.nics.values_mut().filter(|n| mlx(n));
         for (i, nic) in in_order.enumerate() {
             if let Some(name) = numbered.get(&i) {
-                nic.ibdev = Some((*name).clone());
+                nic.ibdev = Some(name.to_string());
                 nic.ibdev_guessed = true;
             }
         }
