@@ -127,3 +127,24 @@ fn srun_task_errors_place_the_ranks_they_name_slurm() {
     ];
     assert_eq!(named, want, "{:#}", doc["ranks"]);
 }
+
+/// torchrun --tee 3 with torch 2.1 (no `[rankN]:` prefixes): the one line
+/// that states a rank (worker 3's `| distributed init`) must not make the
+/// merged console rank 3's file; each watchdog line keeps its own `[Rank N]`,
+/// so rank 1's odd size at SeqNum 5 is a collective mismatch of rank 1.
+#[test]
+fn one_placed_worker_does_not_make_a_merged_console_its_own_file_torch_2_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("[default3]:| distributed init (rank 3): env://, gpu 3\n");
+    for rank in 0..4u32 {
+        let numel = if rank == 1 { 53295079 } else { 53291510 };
+        log.push_str(&format!(
+            "[default{rank}]:[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=1800000) ran for 1800265 milliseconds before timing out.\n"
+        ));
+    }
+    write(dir.path(), "node001/torchrun.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}

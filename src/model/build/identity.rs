@@ -322,8 +322,9 @@ fn tasks_are_ranks(job: &Job) -> bool {
     }
 }
 
-/// The ranks a group of files names, and the (host, pid) processes it holds.
-type FileGroup<'a> = (BTreeSet<u32>, BTreeSet<(&'a str, u32)>);
+/// The ranks a group of files names, the (host, pid) processes it holds,
+/// and the launcher prefixes (`[default3]:`, `3:`) its lines carry.
+type FileGroup<'a> = (BTreeSet<u32>, BTreeSet<(&'a str, u32)>, BTreeSet<u32>);
 
 /// A file (or torchrun per-worker folder) whose resolved lines all name one
 /// rank, and whose NCCL lines all come from one process, gives that rank to
@@ -346,18 +347,23 @@ fn resolve_by_file(job: &mut Job) {
         let Some(&g) = group_of_file.get(ev.origin.file.0 as usize) else {
             continue;
         };
-        let (ranks, procs) = &mut groups[g];
+        let (ranks, procs, prefixes) = &mut groups[g];
         if let Some(r) = ev.who.rank {
             ranks.insert(r);
         }
         if let (Some(h), Some(p)) = (ev.who.host.as_deref(), ev.who.pid) {
             procs.insert((h, p));
         }
+        if let Some(p) = ev.who.local_rank.or(ev.who.task) {
+            prefixes.insert(p);
+        }
     }
+    // A file whose lines carry several workers' prefixes is a launcher's
+    // merged console, however few of its lines were placed.
     let single: Vec<Option<u32>> = groups
         .into_iter()
-        .map(|(ranks, procs)| {
-            (ranks.len() == 1 && procs.len() <= 1)
+        .map(|(ranks, procs, prefixes)| {
+            (ranks.len() == 1 && procs.len() <= 1 && prefixes.len() <= 1)
                 .then(|| ranks.first().copied())
                 .flatten()
         })
