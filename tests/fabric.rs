@@ -494,19 +494,6 @@ fn a_victims_links_across_rails_leave_the_port_to_the_counters() {
     assert_citations_real(job.path(), &doc);
 }
 
-/// `show_gids` of a RoCE host whose index 0 is the link-local RoCE v1 GID.
-fn show_gids(last_octet: u32) -> String {
-    format!(
-        "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n\
-         ---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n\
-         mlx5_0\t1\t0\tfe80:0000:0000:0000:966d:aeff:fe6d:f6{last_octet:02x}\t\t\tv1\tenp26s0np0\n\
-         mlx5_0\t1\t1\tfe80:0000:0000:0000:966d:aeff:fe6d:f6{last_octet:02x}\t\t\tv2\tenp26s0np0\n\
-         mlx5_0\t1\t2\t0000:0000:0000:0000:0000:ffff:0ac9:00{last_octet:02x}\t10.201.0.{last_octet}  \tv1\tenp26s0np0\n\
-         mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:0ac9:00{last_octet:02x}\t10.201.0.{last_octet}  \tv2\tenp26s0np0\n\
-         n_gids_found=4\n"
-    )
-}
-
 /// NCCL 2.20 on RoCE with GID index 0 link-local on every host is a hazard,
 /// but a GID that does not route fails connections with errors. A job whose
 /// ranks all just timed out in their first collective, with no error
@@ -519,8 +506,8 @@ fn a_gid_hazard_everywhere_does_not_explain_a_hang_without_errors() {
         log.push_str(&slurm_timeout(r, 1, "BROADCAST"));
     }
     write(dir.path(), "slurm-48216.out", &log);
-    write(dir.path(), "node001/show_gids.txt", &show_gids(11));
-    write(dir.path(), "node002/show_gids.txt", &show_gids(12));
+    write(dir.path(), "node001/show_gids.txt", &common::show_gids(11));
+    write(dir.path(), "node002/show_gids.txt", &common::show_gids(12));
     let doc = common::analyze_to_json(dir.path());
     let v = &doc["verdict"];
     assert_eq!(v["status"], "hang", "{v:#}");

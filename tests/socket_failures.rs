@@ -90,3 +90,44 @@ fn a_host_local_address_among_many_hosts_names_no_host() {
         "{doc:#}"
     );
 }
+
+/// NCCL 2.19 on RoCE, every rank on mlx5_0, GID index 0 link-local on both
+/// hosts: a hazard for queue pairs, but bootstrap sockets never use a GID.
+/// node002's connects to node001 time out with no verbs error anywhere:
+/// that stays a firewall.
+#[test]
+fn a_gid_hazard_does_not_explain_socket_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..8u32 {
+        let (host, ip) = if r < 4 {
+            ("node001", "10.3.0.11")
+        } else {
+            ("node002", "10.3.0.12")
+        };
+        let (l, pid) = (r % 4, 4100 + r);
+        let mut text = format!(
+            "{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.19.3+cuda12.2\n\
+             {host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:{ip}<0>\n"
+        );
+        if r >= 4 {
+            text.push_str(&format!(
+                "{host}:{pid}:{pid} [{l}] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.3.0.11<40821> failed : Connection timed out\n"
+            ));
+        }
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+    }
+    write(dir.path(), "node001/show_gids.txt", &common::show_gids(11));
+    write(dir.path(), "node002/show_gids.txt", &common::show_gids(12));
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "firewall", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+    let gid = doc["verdict"]["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "gid_index")
+        .map(|a| a["confidence"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(gid < 0.2, "the hazard is only a weak lead: {gid}");
+}

@@ -246,6 +246,15 @@ fn likely_users(
         (Some(w), h) if h > 0 && w.is_multiple_of(h) => w / h,
         _ => 0,
     };
+    // Worker processes that left a file of their own (`nccl.%h.%p`, empty
+    // where NCCL_DEBUG=WARN had nothing to say) count a host's GPU slots
+    // when its ranks' lines do not.
+    let mut processes: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for f in &job.files {
+        if let (Some(h), Some(pid)) = (f.hints.host.as_deref(), f.hints.pid) {
+            processes.entry(short_host_of(h)).or_default().insert(pid);
+        }
+    }
     let mut out = BTreeMap::new();
     for host in &u.unlisted {
         let Some(ranks) = ranks_by_host.get(host) else {
@@ -257,7 +266,8 @@ fn likely_users(
         let Some(hcas) = hcas_by_host.get(host) else {
             continue;
         };
-        if hcas.len() != slots_per_host(ranks, even) {
+        let seen = processes.get(host).map_or(0, |p| p.len() as u32);
+        if hcas.len() != slots_per_host(ranks, even.max(seen)) {
             continue;
         }
         let mut by_hca: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
@@ -383,6 +393,37 @@ mod tests {
         let u = NicUse::new(&job);
         assert_eq!(u.of(Some("n2"), "mlx5_1"), Use::Likely(BTreeSet::from([5])));
         assert_eq!(u.of(Some("n2"), "mlx5_1").as_flag(), None);
+    }
+
+    /// NCCL_DEBUG=WARN: only rank 4 of n2 is known, but n2's four workers
+    /// each left an (empty) `nccl.n2.<pid>` file: four GPU slots, four HCAs.
+    #[test]
+    fn worker_files_count_a_hosts_gpu_slots_when_its_ranks_do_not() {
+        let mut job = Job {
+            world_size: None,
+            ..Job::with_ranks_on(&[(4, "n2")])
+        };
+        for dev in ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"] {
+            job.ports.push(PortSnapshot {
+                host: Some("n2".into()),
+                device: dev.into(),
+                port: Some(1),
+                ..PortSnapshot::default()
+            });
+        }
+        assert_eq!(NicUse::new(&job).likely_nic_of("n2", 4), None);
+        for pid in 100..104 {
+            job.files.push(crate::model::FileInfo {
+                hints: crate::model::PathHints {
+                    host: Some("n2".into()),
+                    pid: Some(pid),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        assert_eq!(job.ranks_at_least(), 4);
+        assert_eq!(NicUse::new(&job).likely_nic_of("n2", 4), Some("mlx5_0"));
     }
 
     #[test]

@@ -306,6 +306,19 @@ impl Job {
         hosts.into_iter().find(|h| *h != me)
     }
 
+    /// How many ranks the job had at least: its world size, the ranks the
+    /// logs name, or the worker processes that left a file of their own
+    /// (`NCCL_DEBUG_FILE=nccl.%h.%p` is written, if empty, by every rank).
+    pub fn ranks_at_least(&self) -> usize {
+        let processes: BTreeSet<(&str, u32)> = self
+            .files
+            .iter()
+            .filter_map(|f| Some((f.hints.host.as_deref()?, f.hints.pid?)))
+            .collect();
+        let world = self.world_size.map_or(0, |n| n as usize);
+        world.max(self.ranks.len()).max(processes.len())
+    }
+
     /// Every host the job's inputs show (short names): its ranks' hosts,
     /// the hosts that wrote NCCL lines, and those whose kernel log,
     /// snapshots or counters were collected. Ranks that died before they

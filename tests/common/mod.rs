@@ -39,3 +39,16 @@ pub fn write(root: &Path, rel: &str, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
+
+/// `show_gids` of a RoCE host whose index 0 is the link-local RoCE v1 GID.
+pub fn show_gids(last_octet: u32) -> String {
+    format!(
+        "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n\
+         ---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n\
+         mlx5_0\t1\t0\tfe80:0000:0000:0000:966d:aeff:fe6d:f6{last_octet:02x}\t\t\tv1\tenp26s0np0\n\
+         mlx5_0\t1\t1\tfe80:0000:0000:0000:966d:aeff:fe6d:f6{last_octet:02x}\t\t\tv2\tenp26s0np0\n\
+         mlx5_0\t1\t2\t0000:0000:0000:0000:0000:ffff:0ac9:00{last_octet:02x}\t10.201.0.{last_octet}  \tv1\tenp26s0np0\n\
+         mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:0ac9:00{last_octet:02x}\t10.201.0.{last_octet}  \tv2\tenp26s0np0\n\
+         n_gids_found=4\n"
+    )
+}

@@ -112,7 +112,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         unanswered_sends_to(ctx.job, host, &mut by_place);
     }
     let connected = super::setup::connections_worked(ctx, hang);
-    let shared_gid = gid_everywhere_but_few_failed(ctx.job, findings, hang.is_some());
+    let shared_gid = gid_cannot_explain_failures(ctx.job, findings, hang.is_some());
     let forced_gid = gid_index_forced(ctx.job);
     for f in findings.iter().filter(|f| f.weight > 0.0) {
         let mut f = f.clone();
@@ -156,10 +156,10 @@ fn gid_index_forced(job: &Job) -> bool {
         })
 }
 
-/// Nothing failed or hung at all, or every host of the job shows the GID
-/// finding yet fewer than half the ranks saw a connection fail: the others
-/// connected with the same GID.
-fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bool) -> bool {
+/// Nothing failed or hung at all, only socket connections failed, or every
+/// host of the job shows the GID finding yet fewer than half the ranks saw
+/// a connection fail: the others connected with the same GID.
+fn gid_cannot_explain_failures(job: &Job, findings: &[FabricFinding], hung: bool) -> bool {
     let hosts: BTreeSet<String> = job
         .ranks
         .values()
@@ -178,12 +178,16 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
             )
         })
     };
-    let anything_failed = failures().next().is_some()
-        || job
-            .events
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::BootstrapError | EventKind::SocketError));
-    if !anything_failed {
+    let verbs_failed = failures().next().is_some();
+    let sockets_failed = job
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::BootstrapError | EventKind::SocketError));
+    if sockets_failed && !verbs_failed {
+        // Bootstrap and socket connections never use an RDMA GID.
+        return true;
+    }
+    if !verbs_failed {
         // A GID that does not route fails connections with errors (NCCL's,
         // or torch's NCCL error); a hang where every rank merely timed out
         // is not one.
@@ -196,7 +200,10 @@ fn gid_everywhere_but_few_failed(job: &Job, findings: &[FabricFinding], hung: bo
         return !hung || !nccl_errors;
     }
     let failed: BTreeSet<u32> = failures().filter_map(|e| e.who.rank).collect();
-    hosts.len() >= 2 && flagged == hosts && !failed.is_empty() && failed.len() * 2 < job.ranks.len()
+    hosts.len() >= 2
+        && flagged == hosts
+        && !failed.is_empty()
+        && failed.len() * 2 < job.ranks_at_least()
 }
 
 /// The one host whose own ports show `cause` where it arises: loss on
