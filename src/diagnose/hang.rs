@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::model::build::short_host_of;
 use crate::model::{EventIdx, EventKind, Job};
 
 #[derive(Debug, Clone, Default)]
@@ -21,6 +22,10 @@ pub struct Hang {
     pub laggards: BTreeMap<u32, i64>,
     /// Ranks with logs but no timeout while the others timed out.
     pub silent: BTreeSet<u32>,
+    /// Silent ranks their launcher stopped together with ranks that had
+    /// already reported the timeout: cut off before their own watchdog
+    /// fired, while some other rank stayed silent on its own.
+    pub cut_off: BTreeSet<u32>,
     /// Ranks of the world with no log line at all.
     pub no_logs: BTreeSet<u32>,
     /// Sizes seen per rank at the hung sequence number (numel_in).
@@ -98,7 +103,40 @@ pub fn find(
             hang.no_logs.insert(rank);
         }
     }
+    set_apart_cut_off(job, &mut hang);
     Some(hang)
+}
+
+/// torchrun stops a host's remaining workers as soon as one of them fails,
+/// so on a host whose victims were still reporting the timeout, a silent
+/// worker stopped in that same sweep merely had not reported yet. Where
+/// another silent rank was not stopped alongside reporters, the cut-off
+/// ones are set apart: the stalled rank is among the others.
+fn set_apart_cut_off(job: &Job, hang: &mut Hang) {
+    let stopped: Vec<(u32, String)> = job
+        .deaths
+        .iter()
+        .filter(|d| d.stopped_by_launcher)
+        .filter_map(|d| {
+            let rank = d.rank?;
+            let host = d.host.as_deref().or(job.short_host_of_rank(rank))?;
+            Some((rank, short_host_of(host)))
+        })
+        .collect();
+    let mid_report: BTreeSet<&String> = stopped
+        .iter()
+        .filter(|(rank, _)| hang.timed_out.contains(rank))
+        .map(|(_, host)| host)
+        .collect();
+    let cut: BTreeSet<u32> = stopped
+        .iter()
+        .filter(|(rank, host)| hang.silent.contains(rank) && mid_report.contains(host))
+        .map(|(rank, _)| *rank)
+        .collect();
+    if !cut.is_empty() && cut.len() < hang.silent.len() {
+        hang.silent.retain(|r| !cut.contains(r));
+        hang.cut_off = cut;
+    }
 }
 
 /// The (group, seq) most timed-out ranks report; ties go to the lower group

@@ -1,0 +1,65 @@
+//! Ranks that printed no timeout while the others did: the stalled rank,
+//! or workers their launcher stopped before their own watchdog fired.
+
+mod common;
+
+use common::write;
+
+/// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG_FILE=nccl.%h.%p
+/// (NCCL 2.20.5): 8 ranks on two hosts hang in ALLREDUCE 10779. On
+/// node001, ranks 0, 1, 3 time out and abort; the agent then stops rank 2,
+/// which said nothing. On node002, ranks 4 and 6 time out and the agent at
+/// once stops every remaining worker, 6 among them: 5 and 7 were cut off
+/// before their watchdogs fired.
+fn job() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, host) in ["node001", "node002"].into_iter().enumerate() {
+        let mut console = String::new();
+        for local in 0..4u32 {
+            let rank = node as u32 * 4 + local;
+            let pid = 5100 + rank;
+            write(
+                dir.path(),
+                &format!("{host}/nccl.{host}.{pid}"),
+                &format!(
+                    "{host}:{pid}:{} [{local}] NCCL INFO comm 0x55f4{rank:04} rank {rank} nranks 8 cudaDev {local} nvmlDev {local} busId {}000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
+                    pid + 70,
+                    18 + local * 16
+                ),
+            );
+            if matches!(rank, 0 | 1 | 3 | 4 | 6) {
+                console.push_str(&format!(
+                    "[default{local}]:[rank{rank}]:[E0219 14:35:4{local}.124819694 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10779, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+                ));
+            }
+        }
+        let stopped: &[u32] = if node == 0 { &[2] } else { &[5, 6, 7] };
+        for rank in stopped {
+            console.push_str(&format!(
+                "W0219 14:35:47.156000 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {} closing signal SIGTERM\n",
+                5100 + rank
+            ));
+        }
+        write(dir.path(), &format!("{host}/torchrun.log"), &console);
+    }
+    dir
+}
+
+#[test]
+fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
+    let dir = job();
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
+    let state = |rank: u64| {
+        doc["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rank"] == rank)
+            .map(|r| r["state"].as_str().unwrap().to_string())
+    };
+    assert_eq!(state(5).as_deref(), Some("killed"), "{:#}", doc["ranks"]);
+    assert_eq!(state(7).as_deref(), Some("killed"), "{:#}", doc["ranks"]);
+}
