@@ -39,7 +39,8 @@ pub fn place_silent_ranks(job: &mut Job) {
 
 /// The world's size: NCCL's, else the larger of the highest known rank + 1
 /// and hosts × workers per host (a host's local ranks, from its workers'
-/// log folders and prefixes), when every host shows as many workers.
+/// log folders and prefixes, or its workers' own NCCL files), when every
+/// host shows as many workers.
 fn world(job: &Job) -> u32 {
     if let Some(w) = job.world_size {
         return w;
@@ -57,12 +58,26 @@ fn world(job: &Job) -> u32 {
     for (host, local) in file_locals.chain(rank_locals) {
         locals.entry(short_host_of(host)).or_default().insert(local);
     }
-    let per_host: BTreeSet<usize> = locals.values().map(BTreeSet::len).collect();
-    let by_hosts = match per_host.into_iter().collect::<Vec<_>>()[..] {
-        [n] if locals.len() >= 2 => (n * locals.len()) as u32,
+    // Each worker writes its own `nccl.%h.%p` (empty under NCCL_DEBUG=WARN
+    // with nothing to say): a host's worker processes.
+    let mut pids: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for f in &job.files {
+        if let (Some(host), Some(pid)) = (f.hints.host.as_deref(), f.hints.pid) {
+            pids.entry(short_host_of(host)).or_default().insert(pid);
+        }
+    }
+    highest
+        .max(same_count_on_every_host(&locals))
+        .max(same_count_on_every_host(&pids))
+}
+
+/// Hosts × workers per host, when two or more hosts show as many workers.
+fn same_count_on_every_host(workers: &BTreeMap<String, BTreeSet<u32>>) -> u32 {
+    let per_host: BTreeSet<usize> = workers.values().map(BTreeSet::len).collect();
+    match per_host.into_iter().collect::<Vec<_>>()[..] {
+        [n] if workers.len() >= 2 => (n * workers.len()) as u32,
         _ => 0,
-    };
-    highest.max(by_hosts)
+    }
 }
 
 /// Block index → host, and ranks per block, when the known ranks fit one
@@ -129,6 +144,36 @@ mod tests {
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&1].host.as_deref(), Some("a"));
         assert_eq!(j.ranks[&4].host.as_deref(), Some("b"));
+    }
+
+    /// NCCL_DEBUG=WARN: no world size, only rank 0 placed; each host's four
+    /// workers left a `nccl.%h.%p` file, so the world is 8 and b owns 4–7.
+    #[test]
+    fn worker_files_size_the_world_when_nccl_printed_none() {
+        let mut j = Job::with_ranks_on(&[(0, "a")]);
+        for (host, pid) in [
+            ("a", 10),
+            ("a", 11),
+            ("a", 12),
+            ("a", 13),
+            ("b", 20),
+            ("b", 21),
+            ("b", 22),
+            ("b", 23),
+        ] {
+            j.files.push(crate::model::FileInfo {
+                hints: crate::model::PathHints {
+                    host: Some(host.into()),
+                    pid: Some(pid),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&3].host.as_deref(), Some("a"));
+        assert_eq!(j.ranks[&4].host.as_deref(), Some("b"));
+        assert_eq!(j.ranks[&7].host.as_deref(), Some("b"));
     }
 
     #[test]
