@@ -51,3 +51,39 @@ fn a_skewed_host_gets_its_offset_and_corrected_times() {
         "corrected into one window: {times:?}"
     );
 }
+
+/// `dmesg -T` of a host up for weeks: its boot lines (December 2023)
+/// outnumber its lines from the job's day (15 January 2024). The c10
+/// stamps (`E0115 17:06:18`, torch 2.4) take the year of the full stamps
+/// near their own day, 2024, not the boot's.
+#[test]
+fn year_less_stamps_take_the_year_of_the_stamps_near_their_day() {
+    let tmp = tempfile::tempdir().unwrap();
+    job(tmp.path());
+    for host in ["node001", "node002"] {
+        let log = std::fs::read_to_string(tmp.path().join(format!("{host}.log"))).unwrap();
+        std::fs::write(
+            tmp.path().join(format!("{host}.log")),
+            log.replace("E1129 12:10:", "E0115 12:10:"),
+        )
+        .unwrap();
+        let mut dmesg: String = (0..20)
+            .map(|i| format!("[Tue Dec 26 07:52:{i:02} 2023] mlx5_core 0000:{:02x}:00.0: 252.048 Gb/s available PCIe bandwidth (16.0 GT/s PCIe x16 link)\n", 0x1a + i))
+            .collect();
+        dmesg.push_str("[Mon Jan 15 12:09:58 2024] mlx5_core 0000:1a:00.0 enp26s0np0: Link up\n");
+        std::fs::create_dir_all(tmp.path().join(host)).unwrap();
+        std::fs::write(tmp.path().join(format!("{host}/dmesg.txt")), dmesg).unwrap();
+    }
+    let doc = common::analyze_to_json(tmp.path());
+    let times: Vec<&str> = doc["verdict"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["time"].as_str())
+        .collect();
+    assert!(!times.is_empty());
+    assert!(
+        times.iter().all(|t| t.starts_with("2024-01-15 12:10:3")),
+        "{times:?}"
+    );
+}

@@ -16,7 +16,7 @@ mod skew;
 pub use boots::uptime_us;
 pub use skew::HostOffset;
 
-use chrono::NaiveDateTime;
+use chrono::{Datelike, NaiveDate, NaiveDateTime};
 use rayon::prelude::*;
 
 use std::collections::BTreeMap;
@@ -43,6 +43,9 @@ pub struct Timeline {
 
 /// Placeholder year for year-less stamps: a leap year, so `Feb 29` parses.
 const PLACEHOLDER_YEAR: i32 = 2000;
+/// Full stamps this many days from the year-less ones' middle day count as
+/// the job's days.
+const NEAR_DAYS: i64 = 2;
 
 impl Timeline {
     pub fn build(job: &Job) -> Timeline {
@@ -153,17 +156,59 @@ fn fill_unstamped(job: &Job, times: &mut [Option<NaiveDateTime>]) {
     }
 }
 
-/// The year year-less stamps belong to: the most common year among full stamps.
+/// The year year-less stamps belong to: of the years full stamps state, the
+/// one that puts the year-less stamps' middle day nearest to the most full
+/// stamps (a kernel log's boot lines may outnumber its lines from the job's
+/// days, in an earlier year), then the most common, then the latest.
 /// (A job spanning New Year is rare enough to get a wrong year on one side.)
 fn job_year(job: &Job) -> Option<i32> {
-    let mut counts = std::collections::BTreeMap::new();
+    // Counted by day, not kept per stamp: a large job has a million stamps.
+    let mut dated: BTreeMap<NaiveDate, usize> = BTreeMap::new();
+    let mut yearless = [[0usize; 32]; 13];
     for e in &job.events {
-        if let Some(y) = e.time.year() {
-            *counts.entry(y).or_insert(0usize) += 1;
+        match e.time {
+            RawTime::NoYear { month, day, .. } if month <= 12 && day <= 31 => {
+                yearless[month as usize][day as usize] += 1;
+            }
+            t => {
+                if let Some(local) = t.year().and_then(|_| t.to_local(None)) {
+                    *dated.entry(local.date()).or_default() += 1;
+                }
+            }
         }
     }
-    counts
+    let middle = middle_day(&yearless);
+    let mut by_year: BTreeMap<i32, (usize, usize)> = BTreeMap::new();
+    for (day, n) in &dated {
+        let e = by_year.entry(day.year()).or_default();
+        e.1 += n;
+    }
+    for (year, (near, _)) in by_year.iter_mut() {
+        let Some(mid) = middle.and_then(|(m, d)| NaiveDate::from_ymd_opt(*year, m, d)) else {
+            continue;
+        };
+        let span =
+            mid - chrono::Duration::days(NEAR_DAYS)..=mid + chrono::Duration::days(NEAR_DAYS);
+        *near = dated.range(span).map(|(_, n)| n).sum();
+    }
+    by_year
         .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        .map(|(y, _)| y)
+        .map(|(year, (near, n))| (near, n, year))
+        .max()
+        .map(|(_, _, year)| year)
+}
+
+/// The (month, day) half the year-less stamps fall on or before.
+fn middle_day(counts: &[[usize; 32]; 13]) -> Option<(u32, u32)> {
+    let total: usize = counts.iter().flatten().sum();
+    let mut seen = 0;
+    for (m, days) in counts.iter().enumerate() {
+        for (d, n) in days.iter().enumerate() {
+            seen += n;
+            if *n > 0 && seen * 2 >= total {
+                return Some((m as u32, d as u32));
+            }
+        }
+    }
+    None
 }
