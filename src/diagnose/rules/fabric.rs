@@ -160,11 +160,8 @@ fn gid_index_forced(job: &Job) -> bool {
 /// host of the job shows the GID finding yet fewer than half the ranks saw
 /// a connection fail: the others connected with the same GID.
 fn gid_cannot_explain_failures(job: &Job, findings: &[FabricFinding], hung: bool) -> bool {
-    let hosts: BTreeSet<String> = job
-        .ranks
-        .values()
-        .filter_map(|i| i.host.as_deref().map(short_host_of))
-        .collect();
+    // Every host the inputs show, also those none of whose ranks is placed.
+    let hosts = job.hosts_seen();
     let flagged: BTreeSet<String> = findings
         .iter()
         .filter(|f| f.cause == CauseKind::GidIndex)
@@ -410,4 +407,66 @@ fn peer_host(job: &Job, host: Option<&str>, ranks: &BTreeSet<u32>) -> Option<Str
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
         .map(|(h, _)| h.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::FindingKind;
+    use crate::model::{Event, Level, Origin, PortSnapshot, RawTime, Who};
+
+    fn gid_hazard(host: &str) -> FabricFinding {
+        FabricFinding {
+            kind: FindingKind::GidIndexDefault,
+            cause: CauseKind::GidIndex,
+            host: Some(host.into()),
+            device: "mlx5_0".into(),
+            port: Some(1),
+            detail: String::new(),
+            nic_used: None,
+            ranks: Vec::new(),
+            file: None,
+            line: None,
+            weight: 0.35,
+            cite: None,
+        }
+    }
+
+    /// Eight ranks placed on n1 and n2, two of which failed a verbs call;
+    /// n3 shows only in a snapshot. The GID hazard must be on every host
+    /// the inputs show, n3 included, before it is set aside.
+    #[test]
+    fn a_gid_hazard_is_shared_only_if_every_host_seen_has_it() {
+        let hosts: Vec<(u32, &str)> = (0..8)
+            .map(|r| (r, if r < 4 { "n1" } else { "n2" }))
+            .collect();
+        let mut job = Job::with_ranks_on(&hosts);
+        job.ports.push(PortSnapshot {
+            host: Some("n3".into()),
+            device: "mlx5_0".into(),
+            ..PortSnapshot::default()
+        });
+        for rank in [0, 4] {
+            job.events.push(Event {
+                kind: EventKind::VerbsCallFailed,
+                pattern: "test",
+                origin: Origin {
+                    file: crate::model::FileId(0),
+                    line: 1,
+                },
+                who: Who {
+                    rank: Some(rank),
+                    ..Who::default()
+                },
+                level: Level::Error,
+                time: RawTime::None,
+                fields: Default::default(),
+                text: "".into(),
+            });
+        }
+        let two = [gid_hazard("n1"), gid_hazard("n2")];
+        assert!(!gid_cannot_explain_failures(&job, &two, false));
+        let three = [gid_hazard("n1"), gid_hazard("n2"), gid_hazard("n3")];
+        assert!(gid_cannot_explain_failures(&job, &three, false));
+    }
 }
