@@ -39,12 +39,7 @@ fn a_skewed_host_gets_its_offset_and_corrected_times() {
     };
     assert_eq!(by_host("node001"), 0);
     assert_eq!(by_host("node002"), 20_000);
-    let times: Vec<&str> = doc["verdict"]["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["time"].as_str())
-        .collect();
+    let times = evidence_times(&doc);
     assert!(!times.is_empty());
     assert!(
         times.iter().all(|t| t.starts_with("11-29 12:10:3")),
@@ -75,15 +70,20 @@ fn year_less_stamps_take_the_year_of_the_stamps_near_their_day() {
         std::fs::write(tmp.path().join(format!("{host}/dmesg.txt")), dmesg).unwrap();
     }
     let doc = common::analyze_to_json(tmp.path());
-    let times: Vec<&str> = doc["verdict"]["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["time"].as_str())
-        .collect();
+    let times = evidence_times(&doc);
     assert!(!times.is_empty());
     assert!(
         times.iter().all(|t| t.starts_with("2024-01-15 12:10:3")),
         "{times:?}"
     );
+}
+
+/// The times the verdict's evidence lines show.
+fn evidence_times(doc: &serde_json::Value) -> Vec<&str> {
+    doc["verdict"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["time"].as_str())
+        .collect()
 }
