@@ -135,12 +135,7 @@ fn judgement<'a>(
         .and_then(|i| judge(i, d, traffic))
         .filter(|_| !fabric_wide);
     let weight = match (info, level) {
-        (Some(i), Some(big)) => weigh(
-            i.severity,
-            big,
-            &nics.of(d.host.as_deref(), &d.device),
-            stuck,
-        ),
+        (Some(i), Some(big)) => weight_of(i, big, &nics.of(d.host.as_deref(), &d.device), stuck),
         _ => 0.0,
     };
     Judged {
@@ -285,6 +280,17 @@ fn judge(info: &CounterInfo, d: &CounterDelta, traffic: &Traffic) -> Option<bool
 }
 
 /// The weight of one suspicious rise.
+/// A suspicious rise's weight; congestion control doing its work (ECN
+/// marks, CNPs) stays below a verdict of its own.
+fn weight_of(info: &CounterInfo, large: bool, usage: &Use, stuck: &BTreeSet<u32>) -> f64 {
+    let w = weigh(info.severity, large, usage, stuck);
+    if info.corroborates_only {
+        w.min(SMALL_CAP)
+    } else {
+        w
+    }
+}
+
 fn weigh(severity: Severity, large: bool, usage: &Use, stuck: &BTreeSet<u32>) -> f64 {
     let base: f64 = match (severity, large) {
         (Severity::Err, true) => 0.55,
@@ -430,6 +436,23 @@ mod tests {
         assert!(weigh(Severity::Err, false, &used, &stuck) < 0.35);
         assert!(weigh(Severity::Warn, true, &used, &stuck) >= 0.35);
         assert!(weigh(Severity::Err, true, &Use::Unused, &stuck) < 0.35);
+    }
+
+    #[test]
+    fn dcqcn_marks_never_weigh_a_verdict_alone_but_pauses_do() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let stuck = BTreeSet::from([3]);
+        let used = Use::Used(BTreeSet::from([3]));
+        for name in [
+            "np_ecn_marked_roce_packets",
+            "np_cnp_sent",
+            "rp_cnp_handled",
+        ] {
+            let info = kb.lookup(name).unwrap();
+            assert!(weight_of(info, true, &used, &stuck) < 0.35, "{name}");
+        }
+        let pause = kb.lookup("tx_prio3_pause").unwrap();
+        assert!(weight_of(pause, true, &used, &stuck) >= 0.35);
     }
 
     #[test]

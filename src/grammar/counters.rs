@@ -41,6 +41,8 @@ struct CounterSpec {
     max_ratio: Option<f64>,
     #[serde(default)]
     side: Side,
+    #[serde(default)]
+    corroborates_only: bool,
 }
 
 /// Where on a connection a counter counts. A `requester` counter (ACK
@@ -83,6 +85,9 @@ pub struct CounterInfo {
     pub ratio_of: Option<String>,
     pub max_ratio: Option<f64>,
     pub side: Side,
+    /// Congestion control doing its work (DCQCN's ECN marks and CNPs): the
+    /// rise backs other evidence but never reaches a verdict alone.
+    pub corroborates_only: bool,
 }
 
 #[derive(Debug, Default)]
@@ -202,6 +207,7 @@ fn info(spec: &CounterSpec) -> Result<CounterInfo, String> {
         ratio_of: spec.ratio_of.clone(),
         max_ratio: spec.max_ratio,
         side: spec.side,
+        corroborates_only: spec.corroborates_only,
     })
 }
 
