@@ -129,12 +129,8 @@ fn a_pickled_dump_in_a_job_folder_is_read() {
         "{}",
         doc["skipped"]
     );
-    let row = doc["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rank"] == 3)
-        .expect("rank 3 from the file name");
+    let row = common::rank_row(&doc, 3);
+    assert!(!row.is_null(), "rank 3 from the file name");
     assert_eq!(
         (
             row["last_enqueued"].as_i64(),

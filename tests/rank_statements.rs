@@ -47,12 +47,7 @@ fn the_agents_rendezvous_places_a_rank_that_printed_nothing_torch_1_13() {
     let v = &doc["verdict"];
     assert_eq!(v["status"], "hang", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([6]), "{v:#}");
-    let row = doc["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rank"] == 6)
-        .expect("rank 6 is listed");
+    let row = common::rank_row(&doc, 6);
     assert_eq!(row["host"], "node002", "{row:#}");
     assert_eq!(v["cause"]["host"], "node002", "{v:#}");
 }

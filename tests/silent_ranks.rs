@@ -52,14 +52,8 @@ fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
-    let state = |rank: u64| {
-        doc["ranks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["rank"] == rank)
-            .map(|r| r["state"].as_str().unwrap().to_string())
-    };
-    assert_eq!(state(5).as_deref(), Some("killed"), "{:#}", doc["ranks"]);
-    assert_eq!(state(7).as_deref(), Some("killed"), "{:#}", doc["ranks"]);
+    for rank in [5, 7] {
+        let row = common::rank_row(&doc, rank);
+        assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
+    }
 }

@@ -50,11 +50,6 @@ fn a_worker_known_only_by_its_folder_is_the_silent_rank() {
     assert_eq!(v["status"], "hang", "{v}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([7]), "{v}");
     assert_eq!(v["cause"]["host"], "gpu-018", "{v}");
-    let row = report["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rank"] == 7)
-        .expect("rank 7 is in the ranks table");
+    let row = common::rank_row(&report, 7);
     assert_eq!(row["host"], "gpu-018");
 }

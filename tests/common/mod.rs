@@ -52,3 +52,11 @@ pub fn show_gids(last_octet: u32) -> String {
          n_gids_found=4\n"
     )
 }
+
+/// The report's row for `rank` in its ranks table (`Null` when absent).
+pub fn rank_row(doc: &serde_json::Value, rank: u64) -> &serde_json::Value {
+    doc["ranks"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["rank"] == rank))
+        .unwrap_or(&serde_json::Value::Null)
+}
