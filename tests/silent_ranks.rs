@@ -57,3 +57,49 @@ fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
         assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
     }
 }
+
+/// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a
+/// worker's pid to its rank. 8 ranks on two hosts hang in ALLREDUCE 10779.
+/// On node001, ranks 1 and 3 time out and rank 1 aborts first; its agent
+/// stops the others by pid in local-rank order (0, 2, 3): 0 and 2 were cut
+/// off. On node002, rank 6 printed nothing after start-up while 4, 5, 7
+/// timed out, and no agent line stopped it: it is the stalled one.
+fn warn_level_job() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, host) in ["node001", "node002"].into_iter().enumerate() {
+        let mut console = String::new();
+        for local in 0..4u32 {
+            console.push_str(&format!("[default{local}]:NCCL version 2.20.5+cuda12.4\n"));
+        }
+        let reporters: &[u32] = if node == 0 { &[1, 3] } else { &[0, 1, 3] };
+        for &local in reporters {
+            let rank = node as u32 * 4 + local;
+            console.push_str(&format!(
+                "[default{local}]:[rank{rank}]:[E0219 14:35:4{local}.124819694 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10779, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+            ));
+        }
+        if node == 0 {
+            for pid in [7100, 7102, 7103] {
+                console.push_str(&format!(
+                    "W0219 14:35:47.156000 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {pid} closing signal SIGTERM\n"
+                ));
+            }
+            console.push_str("E0219 14:35:47.556000 3335705 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 1 (pid: 7101) of binary: /usr/bin/python3\n");
+        }
+        write(dir.path(), &format!("{host}/torchrun.log"), &console);
+    }
+    dir
+}
+
+#[test]
+fn agent_sweep_names_stopped_workers_by_local_rank_order_torch_2_4() {
+    let dir = warn_level_job();
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([6]), "{v:#}");
+    for rank in [0, 2] {
+        let row = common::rank_row(&doc, rank);
+        assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
+    }
+}

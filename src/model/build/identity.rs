@@ -14,7 +14,7 @@ use crate::model::{EventKind, Job, RankInfo, Sym};
 use super::inits::{InitCursor, InitLines};
 
 /// (host, pid): shared host names, so keys cost a reference count, not a copy.
-type HostPid = (Sym, u32);
+pub(super) type HostPid = (Sym, u32);
 
 /// Resolves every event's rank; returns the communicator init lines it
 /// read (the tree links read them too).
@@ -29,6 +29,7 @@ pub(super) fn resolve(job: &mut Job) -> InitLines {
     for (key, rank) in agents.by_local {
         by_local.entry(key).or_insert(rank);
     }
+    let failed_locals = failed_locals(job, &summaries);
     for s in summaries {
         if let Some(pid) = s.pid {
             by_pid.entry((s.host.clone(), pid)).or_insert(s.rank);
@@ -36,6 +37,9 @@ pub(super) fn resolve(job: &mut Job) -> InitLines {
         if let Some(local) = s.local_rank {
             by_local.entry((s.host, local)).or_insert(s.rank);
         }
+    }
+    for (key, rank) in super::sweeps::swept_pid_ranks(job, &by_pid, &by_local, &failed_locals) {
+        by_pid.entry(key).or_insert(rank);
     }
     let task_is_rank = tasks_are_ranks(job);
     for ev in &mut job.events {
@@ -143,6 +147,27 @@ fn failure_summaries(job: &Job) -> Vec<FailedWorker> {
             })
         })
         .collect()
+}
+
+/// Each host's failed workers by local rank, as its agent reported them
+/// (`failed (exitcode: -6) local_rank: 6 (pid: …)`, the ChildFailedError
+/// summary).
+fn failed_locals(job: &Job, summaries: &[FailedWorker]) -> BTreeMap<Sym, BTreeSet<u32>> {
+    let mut out: BTreeMap<Sym, BTreeSet<u32>> = BTreeMap::new();
+    for s in summaries {
+        if let Some(local) = s.local_rank {
+            out.entry(s.host.clone()).or_default().insert(local);
+        }
+    }
+    for (_, ev) in job.events_where(|k| k == EventKind::WorkerFailed) {
+        let local = ev
+            .int("worker_local_rank")
+            .and_then(|l| u32::try_from(l).ok());
+        if let (Some(host), Some(local)) = (&ev.who.host, local) {
+            out.entry(host.clone()).or_default().insert(local);
+        }
+    }
+    out
 }
 
 /// (host, pid) → global rank, from init lines of world-sized communicators and
@@ -268,20 +293,7 @@ impl KnownKey {
 /// worker of that host known only by its local rank (a log folder, a
 /// `[default7]:` prefix) has rank offset + local rank.
 fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<HostPid, u32>) {
-    // (pairs seen, offsets): one pair alone could be a coincidence of a
-    // round-robin layout.
-    let mut offsets: BTreeMap<&str, (usize, BTreeSet<i64>)> = BTreeMap::new();
-    for ((host, local), &rank) in by_local {
-        let e = offsets.entry(host).or_default();
-        e.0 += 1;
-        e.1.insert(i64::from(rank) - i64::from(*local));
-    }
-    let single: BTreeMap<String, i64> = offsets
-        .into_iter()
-        .filter(|(_, (n, o))| *n >= 2 && o.len() == 1)
-        .map(|(h, (_, o))| (h, o))
-        .filter_map(|(h, o)| Some((h.to_string(), *o.first()?)))
-        .collect();
+    let single = host_offsets(by_local);
     for ev in &mut job.events {
         if ev.who.rank.is_some() {
             continue;
@@ -307,6 +319,24 @@ fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<HostPid, u32>) {
             h.rank = u32::try_from(base + i64::from(local)).ok();
         }
     }
+}
+
+/// Each host's rank − local rank, where every known pair of the host agrees
+/// on it. One pair alone could be a coincidence of a round-robin layout.
+pub(super) fn host_offsets(by_local: &BTreeMap<HostPid, u32>) -> BTreeMap<String, i64> {
+    // (pairs seen, offsets)
+    let mut offsets: BTreeMap<&str, (usize, BTreeSet<i64>)> = BTreeMap::new();
+    for ((host, local), &rank) in by_local {
+        let e = offsets.entry(host).or_default();
+        e.0 += 1;
+        e.1.insert(i64::from(rank) - i64::from(*local));
+    }
+    offsets
+        .into_iter()
+        .filter(|(_, (n, o))| *n >= 2 && o.len() == 1)
+        .map(|(h, (_, o))| (h, o))
+        .filter_map(|(h, o)| Some((h.to_string(), *o.first()?)))
+        .collect()
 }
 
 /// Slurm task ids are ranks when there is one task per rank: as many distinct

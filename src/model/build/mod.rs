@@ -14,6 +14,7 @@ mod inits;
 mod kernel;
 mod network;
 mod settings;
+mod sweeps;
 mod trees;
 
 use super::{Event, FileInfo, Job, PeerLink, SysTables};

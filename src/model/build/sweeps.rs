@@ -1,0 +1,173 @@
+//! The torchrun agent's closing sweep: after one worker failed, it stops the
+//! survivors one line each (`Sending process P closing signal SIGTERM`,
+//! `Closing process P via signal SIGTERM`), walking its workers in the order
+//! it spawned them, which is local-rank order (torch.distributed.elastic's
+//! `PContext._close`; checked against torch 1.13–2.8). With the failed
+//! workers' local ranks, the sweep states every survivor's local rank: with
+//! NCCL_DEBUG=WARN the only tie between a stopped pid and its rank.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{EventKind, Job, Sym};
+
+use super::identity::{HostPid, host_offsets};
+
+/// One agent's sweep: its host and the pids in the order it named them.
+struct Sweep {
+    host: Sym,
+    pids: Vec<u32>,
+}
+
+/// (host, pid) → rank for the survivors of every sweep that accounts for
+/// all of its host's workers: the survivors and the failed ones together
+/// are at least as many as the local ranks any host is known to have. A
+/// survivor's rank is its host's known one for its local rank, or the
+/// host's rank offset plus it; a sweep that disagrees with a pid already
+/// tied to a rank ties nothing.
+pub(super) fn swept_pid_ranks(
+    job: &Job,
+    by_pid: &BTreeMap<HostPid, u32>,
+    by_local: &BTreeMap<HostPid, u32>,
+    failed_locals: &BTreeMap<Sym, BTreeSet<u32>>,
+) -> Vec<(HostPid, u32)> {
+    let offsets = host_offsets(by_local);
+    let locals_per_host = by_local.keys().map(|(_, l)| l + 1).max().unwrap_or(0) as usize;
+    let mut out = Vec::new();
+    for sweep in sweeps(job) {
+        let Some(failed) = failed_locals.get(&sweep.host) else {
+            continue;
+        };
+        let n = sweep.pids.len() + failed.len();
+        if n < locals_per_host || failed.iter().any(|&l| l as usize >= n) {
+            continue;
+        }
+        let rank_of = |local: u32| {
+            by_local
+                .get(&(sweep.host.clone(), local))
+                .copied()
+                .or_else(|| {
+                    let base = offsets.get(&*sweep.host)?;
+                    u32::try_from(base + i64::from(local)).ok()
+                })
+        };
+        if let Some(tied) = tie(&sweep, n, failed, rank_of, by_pid) {
+            out.extend(tied);
+        }
+    }
+    out
+}
+
+/// The ties one sweep states: survivors take the local ranks below `n`
+/// that did not fail, in order.
+fn tie(
+    sweep: &Sweep,
+    n: usize,
+    failed: &BTreeSet<u32>,
+    rank_of: impl Fn(u32) -> Option<u32>,
+    by_pid: &BTreeMap<HostPid, u32>,
+) -> Option<Vec<(HostPid, u32)>> {
+    let distinct = sweep.pids.iter().collect::<BTreeSet<_>>().len() == sweep.pids.len();
+    if !distinct {
+        return None;
+    }
+    let survivors = (0..n as u32).filter(|l| !failed.contains(l));
+    let mut tied = Vec::with_capacity(sweep.pids.len());
+    for (&pid, local) in sweep.pids.iter().zip(survivors) {
+        let rank = rank_of(local)?;
+        let key = (sweep.host.clone(), pid);
+        if by_pid.get(&key).is_some_and(|&r| r != rank) {
+            return None;
+        }
+        tied.push((key, rank));
+    }
+    Some(tied)
+}
+
+/// The sweeps in the logs: an agent's closing lines in one file, on a host
+/// that had exactly one sweep (an agent that restarted its workers swept
+/// several generations of pids; those are left alone).
+fn sweeps(job: &Job) -> Vec<Sweep> {
+    let mut by_agent: BTreeMap<(u32, Sym, Option<u32>), Vec<u32>> = BTreeMap::new();
+    for (_, ev) in job.events_where(|k| k == EventKind::ClosingSignal) {
+        let pid = ev.int("worker_pid").or(ev.int("worker_pid2"));
+        let (Some(host), Some(pid)) =
+            (ev.who.host.clone(), pid.and_then(|p| u32::try_from(p).ok()))
+        else {
+            continue;
+        };
+        by_agent
+            .entry((ev.origin.file.0, host, ev.who.pid))
+            .or_default()
+            .push(pid);
+    }
+    // The same agent lines kept in two files (a console and its copy) are
+    // one sweep.
+    let mut per_host: BTreeMap<Sym, BTreeSet<Vec<u32>>> = BTreeMap::new();
+    for ((_, host, _), pids) in by_agent {
+        per_host.entry(host).or_default().insert(pids);
+    }
+    per_host
+        .into_iter()
+        .filter(|(_, lists)| lists.len() == 1)
+        .filter_map(|(host, lists)| {
+            let pids = lists.into_iter().next()?;
+            Some(Sweep { host, pids })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep(pids: &[u32]) -> Sweep {
+        Sweep {
+            host: Sym::new("node001"),
+            pids: pids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn survivors_take_the_local_ranks_that_did_not_fail_in_order() {
+        let failed = BTreeSet::from([1]);
+        let tied = tie(
+            &sweep(&[700, 702, 703]),
+            4,
+            &failed,
+            |l| Some(8 + l),
+            &BTreeMap::new(),
+        );
+        let ranks: Vec<(u32, u32)> = tied
+            .unwrap()
+            .into_iter()
+            .map(|((_, p), r)| (p, r))
+            .collect();
+        assert_eq!(ranks, [(700, 8), (702, 10), (703, 11)]);
+    }
+
+    #[test]
+    fn a_pid_known_as_another_rank_voids_the_sweep() {
+        let failed = BTreeSet::from([1]);
+        let known = BTreeMap::from([((Sym::new("node001"), 702), 11)]);
+        assert!(
+            tie(
+                &sweep(&[700, 702, 703]),
+                4,
+                &failed,
+                |l| Some(8 + l),
+                &known
+            )
+            .is_none()
+        );
+        assert!(
+            tie(
+                &sweep(&[700, 700, 703]),
+                4,
+                &failed,
+                |l| Some(8 + l),
+                &BTreeMap::new()
+            )
+            .is_none()
+        );
+    }
+}
