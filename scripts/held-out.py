@@ -2,7 +2,8 @@
 """Accuracy on seeds the suite never uses: simulate, analyze, compare with the truth.
 
 Usage: scripts/held-out.py SCENARIOS FIRST_SEED END_SEED  (after `cargo build --release`;
-NCCLPM_BIN=path runs another build)
+NCCLPM_BIN=path runs another build; HELD_OUT_PROFILE=full and HELD_OUT_SIZES=64,128
+change the simulator's profile and the world sizes drawn; HELD_OUT_DIR=folder for the jobs)
 e.g. scripts/held-out.py congestion,firewall,healthy 8000 8006
 Prints each miss, then per scenario [jobs, status, kind, stuck ranks, place]."""
 import json, subprocess, sys, os, shutil, random
@@ -11,16 +12,18 @@ scen=sys.argv[1].split(',')
 seeds=range(int(sys.argv[2]), int(sys.argv[3]))
 layouts=['torchrun','slurm','nccl-files']
 torch=['1.13.1','2.1.2','2.2.2','2.3.1','2.4.1','2.5.1','2.6.0','2.7.1','2.8.0']
-sizes=[8,16,16,64]
+sizes=[int(n) for n in os.environ.get('HELD_OUT_SIZES','8,16,16,64').split(',')]
+profile=os.environ.get('HELD_OUT_PROFILE','small')
 tot={}
+root=os.environ.get('HELD_OUT_DIR','/tmp/ncclpm-held-out')
 for s in scen:
   for seed in seeds:
     rnd=random.Random(seed*31+sum(map(ord,s)))
-    d=f'/tmp/ncclpm-held-out/{s}-{seed}'
-    shutil.rmtree(d,ignore_errors=True); os.makedirs('/tmp/ncclpm-held-out',exist_ok=True)
+    d=f'{root}/{s}-{seed}'
+    shutil.rmtree(d,ignore_errors=True); os.makedirs(root,exist_ok=True)
     if os.path.exists(d+'.truth.json'): os.remove(d+'.truth.json')
     lay=rnd.choice(layouts); tv=rnd.choice(torch); n=rnd.choice(sizes)
-    subprocess.run([B,'simulate','--cause',s,'--ranks',str(n),'--seed',str(seed),'--layout',lay,'--torch-version',tv,'--profile','small','-q',d],check=True)
+    subprocess.run([B,'simulate','--cause',s,'--ranks',str(n),'--seed',str(seed),'--layout',lay,'--torch-version',tv,'--profile',profile,'-q',d],check=True)
     subprocess.run([B,'analyze',d,'-o',d+'.out'],capture_output=True)
     t=json.load(open(d+'.truth.json')); r=json.load(open(d+'.out/report.json'))['verdict']
     want=t['cause'] or {}; got=r.get('cause') or {}

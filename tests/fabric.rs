@@ -704,6 +704,61 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
     );
 }
 
+/// Four hosts, NCCL_DEBUG=WARN (NCCL 2.19.3): ranks on node001 and node003
+/// report sends to the same address no log maps running out of retries, as
+/// their mlx5_0 counters show; node004's mlx5_0 has an MTU of 1024 where
+/// the fabric has 4096 and no counter of its own rose. The sends were lost
+/// on the way into that port: the verdict is its MTU, not a sender's port.
+#[test]
+fn unanswered_sends_to_an_unmapped_peer_point_at_the_one_port_with_a_small_mtu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.19.3+cuda12.2\n");
+    for (r, host) in [(0u32, "node001"), (8, "node003")] {
+        log.push_str(&format!("{r}: {host}:28807{r}:28808{r} [0] transport/net_ib.cc:1556 NCCL WARN NET/IB : Got completion from peer 10.199.0.4<44567> with error 12, opcode 0, len 0, vendor err 129\n"));
+    }
+    for r in (1..16u32).filter(|r| *r != 8) {
+        log.push_str(&slurm_timeout(r, 7050, "ALLREDUCE"));
+    }
+    write(dir.path(), "slurm-48220.out", &log);
+    for host in ["node001", "node002", "node003", "node004"] {
+        let mtu = if host == "node004" { 1024 } else { 4096 };
+        write(
+            dir.path(),
+            &format!("{host}/ibv_devinfo.txt"),
+            &ibv_devinfo(mtu),
+        );
+    }
+    for host in ["node001", "node003"] {
+        for (when, n) in [("before", 0u64), ("after", 1)] {
+            let retries = [
+                ("local_ack_timeout_err", 680 * n),
+                ("req_transport_retries_exceeded", n),
+            ];
+            let text = hw_counters("mlx5_0", &retries);
+            write(
+                dir.path(),
+                &format!("{host}/counters/{when}/sysfs-counters.txt"),
+                &text,
+            );
+        }
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "mtu_mismatch", "{cause:#}");
+    assert_eq!(cause["host"], "node004", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
+    let cited: Vec<&str> = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        cited.contains(&"node001/counters/after/sysfs-counters.txt"),
+        "the senders' retries corroborate: {cited:?}"
+    );
+}
+
 /// NCCL_DEBUG=WARN under `srun --label`, no snapshots: every rank timed out
 /// and node002's mlx5_3 saw packets out of sequence. The hw_counters dumps
 /// show each host's four RDMA devices, one per GPU, so local rank 3 of

@@ -34,7 +34,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     let (rows, findings) = review;
     let stuck = stuck_ranks(hang);
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
-    let loss_at = lone_origin(rows, CauseKind::PacketLoss);
+    let loss_at = lone_origin(rows, CauseKind::PacketLoss).or_else(|| lone_small_mtu(findings));
     let congestion_at = lone_origin(rows, CauseKind::Congestion);
     // Of two hosts, a requester's network sends all went to the other.
     let two_hosts = Some(ctx.job.hosts_seen()).filter(|h| h.len() == 2);
@@ -216,6 +216,18 @@ fn lone_origin(rows: &[CounterRow], cause: CauseKind) -> Option<&str> {
         .filter_map(|r| r.host.as_deref());
     let host = origins.next()?;
     origins.all(|h| h == host).then_some(host)
+}
+
+/// The one host with a port whose active MTU is below the fabric's: packets
+/// larger than it are dropped on the way in without a counter on its side,
+/// so senders with no other known peer most likely lost theirs there.
+fn lone_small_mtu(findings: &[FabricFinding]) -> Option<&str> {
+    let mut hosts = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::MtuMismatch && f.weight > 0.0)
+        .map(|f| f.host.as_deref());
+    let host = hosts.next()??;
+    hosts.all(|h| h == Some(host)).then_some(host)
 }
 
 /// Victims whose transfers to an address no log maps ran out of retries
