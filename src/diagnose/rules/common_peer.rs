@@ -125,17 +125,23 @@ fn shared_rank(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
     shared.next().is_none().then_some(first)
 }
 
-/// Without channel lines: a connection within a host does not cross its
-/// NICs, so reporters that share a host are not each other's failing end.
-/// When exactly one reporter is alone on its host and the others (at least
-/// two) are elsewhere, it is the one end all their failures can share.
+/// A connection within a host does not cross its NICs, so reporters that
+/// share a host are not each other's failing end. When exactly one reporter
+/// is alone on its host and the others (at least two) are elsewhere, it is
+/// the one end all their failures can share. Where channel lines exist
+/// (none names one peer of every reporter), they must link it to another
+/// reporter.
 fn lone_on_its_host(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
-    let linked = job
-        .links
-        .iter()
-        .any(|l| reporters.contains(&l.src) || reporters.contains(&l.dst));
-    if reporters.len() < 3 || linked {
+    if reporters.len() < 3 {
         return None;
+    }
+    let mut linked: BTreeMap<u32, bool> = BTreeMap::new();
+    for l in &job.links {
+        for (me, other) in [(l.src, l.dst), (l.dst, l.src)] {
+            if reporters.contains(&me) {
+                *linked.entry(me).or_default() |= reporters.contains(&other);
+            }
+        }
     }
     let mut by_host: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for &r in reporters {
@@ -145,8 +151,9 @@ fn lone_on_its_host(job: &Job, reporters: &BTreeSet<u32>) -> Option<u32> {
             .push(r);
     }
     let mut lone = by_host.values().filter(|ranks| ranks.len() == 1);
-    let first = lone.next()?;
-    lone.next().is_none().then_some(first[0])
+    let first = lone.next()?[0];
+    let consistent = linked.is_empty() || linked.get(&first) == Some(&true);
+    (lone.next().is_none() && consistent).then_some(first)
 }
 
 fn most_common_host(job: &Job, ranks: &BTreeSet<u32>) -> Option<String> {
@@ -217,6 +224,28 @@ mod tests {
         h.ranks = BTreeSet::from([0, 1, 2]);
         locate(&spread, &mut h);
         assert_eq!(h.ranks, BTreeSet::from([0, 1, 2]));
+    }
+
+    #[test]
+    fn with_channel_lines_the_lone_reporter_must_be_linked_to_another() {
+        // Reporters 7 (alone on a), 8 and 9 (on b): no rank is a peer of
+        // both others, but 7 → 8 crosses hosts and 7 is alone on its own.
+        let base = job();
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.host = Some("b".into());
+        h.ranks = BTreeSet::from([7, 8, 9]);
+        locate(&base, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([7]));
+        assert_eq!(h.host.as_deref(), Some("a"));
+        assert_eq!(h.device.as_deref(), Some("mlx5_7"));
+        // Alone on a but linked to no other reporter (3 has no channel
+        // line; 8 links to 7 and 0): the lines do not back it.
+        let mut h = Hypothesis::new(CauseKind::CrossRail);
+        h.ranks = BTreeSet::from([3, 8, 9]);
+        let mut linked = job();
+        linked.links.push(NetLink { src: 8, dst: 9 });
+        locate(&linked, &mut h);
+        assert_eq!(h.ranks, BTreeSet::from([3, 8, 9]));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::grammar::nccl_bugs::NcclVersion;
+use crate::grammar::release_marks;
 use crate::model::build::nccl_version_of;
 use crate::model::{CauseKind, EventIdx, EventKind, Job};
 
@@ -31,6 +33,9 @@ struct Axis {
     deviant: fn(&str) -> bool,
     /// The value rank 0 showed, also where no line names its host.
     rank0: Option<String>,
+    /// Hosts placed on a value by the format of their lines, not by a line
+    /// stating it: (host, value, the line that dates it).
+    dated: Vec<(String, String, EventIdx)>,
 }
 
 impl Axis {
@@ -42,6 +47,7 @@ impl Axis {
             weight,
             deviant,
             rank0: None,
+            dated: Vec::new(),
         }
     }
 
@@ -141,6 +147,14 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             );
         }
     }
+    for (host, value, idx) in &axes[0].dated {
+        h.support(
+            Source::Nccl,
+            0.0,
+            Some(*idx),
+            format!("no line states {host}'s NCCL release; this line's format is printed by {value}'s range of releases and not the other's"),
+        );
+    }
     peer_mismatches(job, &mut h, &mut details);
     if axes[0].differs() {
         truncated_bootstrap(job, &mut h);
@@ -205,6 +219,9 @@ fn axes(job: &Job) -> Vec<Axis> {
             _ => {}
         }
     }
+    if version.differs() {
+        date_unstated_releases(job, &mut version);
+    }
     for axis in env.values_mut() {
         let with: BTreeSet<String> = axis.hosts.values().flatten().cloned().collect();
         for host in env_hosts.difference(&with) {
@@ -214,6 +231,55 @@ fn axes(job: &Job) -> Vec<Axis> {
     let mut out = vec![version, network];
     out.extend(env.into_values());
     out
+}
+
+/// Hosts whose release no line states join the side their line formats
+/// fit (`grammars/releases.toml`), when they fit exactly one: a 64-rank job
+/// in which one host's every rank printed its release and one victim on
+/// another host printed the other is not an even split.
+fn date_unstated_releases(job: &Job, version: &mut Axis) {
+    let Ok(marks) = release_marks::builtin() else {
+        return;
+    };
+    let stated: Vec<(String, NcclVersion)> = version
+        .hosts
+        .keys()
+        .filter_map(|v| Some((v.clone(), NcclVersion::parse(v)?)))
+        .collect();
+    let known: BTreeSet<&str> = version
+        .hosts
+        .values()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let kinds: BTreeSet<EventKind> = marks.iter().map(|m| m.event).collect();
+    // host → (mark, the first line in its format)
+    let mut seen: BTreeMap<&str, BTreeMap<usize, EventIdx>> = BTreeMap::new();
+    for (idx, ev) in job.events_where(|k| kinds.contains(&k)) {
+        let Some(host) = job.host_of_event(ev).filter(|h| !known.contains(h)) else {
+            continue;
+        };
+        for (m, mark) in marks.iter().enumerate() {
+            if mark.fits(ev) {
+                seen.entry(host).or_default().entry(m).or_insert(idx);
+            }
+        }
+    }
+    let mut dated = Vec::new();
+    for (host, fitted) in seen {
+        let mut fits = stated
+            .iter()
+            .filter(|(_, v)| fitted.keys().all(|&m| marks[m].allows(v)));
+        let (Some((value, _)), None) = (fits.next(), fits.next()) else {
+            continue;
+        };
+        let idx = *fitted.values().min().expect("a host is seen with a mark");
+        dated.push((host.to_string(), value.clone(), idx));
+    }
+    for (host, value, _) in &dated {
+        version.add(value, host, None);
+    }
+    version.dated = dated;
 }
 
 fn describe(axis: &Axis) -> String {

@@ -1,0 +1,56 @@
+//! Hosts on different NCCL releases: which side is the odd one.
+
+mod common;
+
+use common::write;
+
+/// `srun --label`, NCCL_DEBUG=INFO, four hosts of two ranks. node001 (ranks
+/// 0, 1) runs NCCL 2.26.2 and says so on every rank; on node002 rank 2's
+/// bootstrap message is truncated and PyTorch's error names 2.21.5. No line
+/// states the release of node003 or node004, but their `Bootstrap : Using`
+/// lines are in the format of NCCL 2.23 and older, so they run 2.21.5 too:
+/// node001 is the odd host, not an even split decided by rank 0's side.
+#[test]
+fn hosts_without_a_stated_release_count_on_the_side_their_line_formats_fit_nccl_2_21_vs_2_26() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in 0..8u32 {
+        let host = format!("node00{}", rank / 2 + 1);
+        let (pid, local) = (41000 + rank, rank % 2);
+        let colon = if rank < 2 { ":" } else { " :" };
+        log.push_str(&format!(
+            "{rank}: {host}:{pid}:{pid} [{local}] NCCL INFO Bootstrap{colon} Using ib0:10.184.0.{}<0>\n",
+            rank / 2 + 1
+        ));
+        if rank < 2 {
+            log.push_str(&format!(
+                "{rank}: {host}:{pid}:{pid} [{local}] NCCL INFO NCCL version 2.26.2+cuda12.4\n"
+            ));
+        }
+    }
+    log.push_str("2: node002:41002:41057 [0] bootstrap.cc:105 NCCL WARN Message truncated : received 2286 bytes instead of 5534\n");
+    log.push_str("2: [rank2]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2315, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5\n");
+    log.push_str("0: node001:41000:41061 [0] bootstrap.cc:105 NCCL WARN Message truncated : received 5534 bytes instead of 2286\n");
+    log.push_str("0: [rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2315, internal error - please report this issue to the NCCL developers, NCCL version 2.26.2\n");
+    write(dir.path(), "slurm-48230.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "config_mismatch", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([0, 1]),
+        "{cause:#}"
+    );
+    let why: Vec<&str> = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["why"].as_str())
+        .collect();
+    assert!(
+        why.iter()
+            .any(|w| w.contains("no line states node003's NCCL release")),
+        "{why:#?}"
+    );
+}
