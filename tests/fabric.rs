@@ -675,6 +675,14 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
             &ibv_devinfo(mtu),
         );
     }
+    write_sender_retries(dir.path(), "node001");
+    let doc = common::analyze_to_json(dir.path());
+    assert_small_mtu_verdict(&doc, "node002", "node001");
+}
+
+/// A sender's unanswered-send counters on its mlx5_0: ACK timeouts, then
+/// transport retries exhausted.
+fn write_sender_retries(root: &Path, host: &str) {
     for (when, n) in [("before", 0u64), ("after", 1)] {
         let retries = [
             ("local_ack_timeout_err", 680 * n),
@@ -682,15 +690,18 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
         ];
         let text = hw_counters("mlx5_0", &retries);
         write(
-            dir.path(),
-            &format!("node001/counters/{when}/sysfs-counters.txt"),
+            root,
+            &format!("{host}/counters/{when}/sysfs-counters.txt"),
             &text,
         );
     }
-    let doc = common::analyze_to_json(dir.path());
+}
+
+/// The verdict is `host`'s mlx5_0 MTU, and `sender`'s retries back it.
+fn assert_small_mtu_verdict(doc: &Value, host: &str, sender: &str) {
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "mtu_mismatch", "{cause:#}");
-    assert_eq!(cause["host"], "node002", "{cause:#}");
+    assert_eq!(cause["host"], host, "{cause:#}");
     assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
     let cited: Vec<&str> = cause["evidence"]
         .as_array()
@@ -698,9 +709,10 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
         .iter()
         .map(|e| e["file"].as_str().unwrap())
         .collect();
+    let counters = format!("{sender}/counters/after/sysfs-counters.txt");
     assert!(
-        cited.contains(&"node001/counters/after/sysfs-counters.txt"),
-        "the sender's retries corroborate: {cited:?}"
+        cited.contains(&counters.as_str()),
+        "the senders' retries corroborate: {cited:?}"
     );
 }
 
@@ -729,34 +741,10 @@ fn unanswered_sends_to_an_unmapped_peer_point_at_the_one_port_with_a_small_mtu()
         );
     }
     for host in ["node001", "node003"] {
-        for (when, n) in [("before", 0u64), ("after", 1)] {
-            let retries = [
-                ("local_ack_timeout_err", 680 * n),
-                ("req_transport_retries_exceeded", n),
-            ];
-            let text = hw_counters("mlx5_0", &retries);
-            write(
-                dir.path(),
-                &format!("{host}/counters/{when}/sysfs-counters.txt"),
-                &text,
-            );
-        }
+        write_sender_retries(dir.path(), host);
     }
     let doc = common::analyze_to_json(dir.path());
-    let cause = &doc["verdict"]["cause"];
-    assert_eq!(cause["kind"], "mtu_mismatch", "{cause:#}");
-    assert_eq!(cause["host"], "node004", "{cause:#}");
-    assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
-    let cited: Vec<&str> = cause["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["file"].as_str().unwrap())
-        .collect();
-    assert!(
-        cited.contains(&"node001/counters/after/sysfs-counters.txt"),
-        "the senders' retries corroborate: {cited:?}"
-    );
+    assert_small_mtu_verdict(&doc, "node004", "node001");
 }
 
 /// NCCL_DEBUG=WARN under `srun --label`, no snapshots: every rank timed out

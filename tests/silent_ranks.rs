@@ -47,15 +47,7 @@ fn job() -> tempfile::TempDir {
 
 #[test]
 fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
-    let dir = job();
-    let doc = common::analyze_to_json(dir.path());
-    let v = &doc["verdict"];
-    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
-    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
-    for rank in [5, 7] {
-        let row = common::rank_row(&doc, rank);
-        assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
-    }
+    assert_stalled_and_cut_off(&job(), 2, &[5, 7]);
 }
 
 /// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a
@@ -93,12 +85,16 @@ fn warn_level_job() -> tempfile::TempDir {
 
 #[test]
 fn agent_sweep_names_stopped_workers_by_local_rank_order_torch_2_4() {
-    let dir = warn_level_job();
+    assert_stalled_and_cut_off(&warn_level_job(), 6, &[0, 2]);
+}
+
+/// The verdict names `stalled` alone, and the ranks `cut_off` are killed.
+fn assert_stalled_and_cut_off(dir: &tempfile::TempDir, stalled: u64, cut_off: &[u64]) {
     let doc = common::analyze_to_json(dir.path());
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
-    assert_eq!(v["stuck_ranks"], serde_json::json!([6]), "{v:#}");
-    for rank in [0, 2] {
+    assert_eq!(v["stuck_ranks"], serde_json::json!([stalled]), "{v:#}");
+    for &rank in cut_off {
         let row = common::rank_row(&doc, rank);
         assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
     }
