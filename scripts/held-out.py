@@ -2,12 +2,13 @@
 """Accuracy on seeds the suite never uses: simulate, analyze, compare with the truth.
 
 Usage: scripts/held-out.py SCENARIOS FIRST_SEED END_SEED  (after `cargo build --release`;
-NCCLPM_BIN=path runs another build; HELD_OUT_PROFILE=full and HELD_OUT_SIZES=64,128
+NCCLPM_BIN=path analyses with another build (SIM_BIN=path simulates with another); HELD_OUT_PROFILE=full and HELD_OUT_SIZES=64,128
 change the simulator's profile and the world sizes drawn; HELD_OUT_DIR=folder for the jobs)
 e.g. scripts/held-out.py congestion,firewall,healthy 8000 8006
 Prints each miss, then per scenario [jobs, status, kind, stuck ranks, place]."""
 import json, subprocess, sys, os, shutil, random
 B=os.environ.get('NCCLPM_BIN') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'target', 'release', 'ncclpm')
+S=os.environ.get('SIM_BIN') or B
 scen=sys.argv[1].split(',')
 seeds=range(int(sys.argv[2]), int(sys.argv[3]))
 layouts=['torchrun','slurm','nccl-files']
@@ -23,7 +24,7 @@ for s in scen:
     shutil.rmtree(d,ignore_errors=True); os.makedirs(root,exist_ok=True)
     if os.path.exists(d+'.truth.json'): os.remove(d+'.truth.json')
     lay=rnd.choice(layouts); tv=rnd.choice(torch); n=rnd.choice(sizes)
-    subprocess.run([B,'simulate','--cause',s,'--ranks',str(n),'--seed',str(seed),'--layout',lay,'--torch-version',tv,'--profile',profile,'-q',d],check=True)
+    subprocess.run([S,'simulate','--cause',s,'--ranks',str(n),'--seed',str(seed),'--layout',lay,'--torch-version',tv,'--profile',profile,'-q',d],check=True)
     subprocess.run([B,'analyze',d,'-o',d+'.out'],capture_output=True)
     t=json.load(open(d+'.truth.json')); r=json.load(open(d+'.out/report.json'))['verdict']
     want=t['cause'] or {}; got=r.get('cause') or {}

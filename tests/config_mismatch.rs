@@ -54,3 +54,49 @@ fn hosts_without_a_stated_release_count_on_the_side_their_line_formats_fit_nccl_
         "{why:#?}"
     );
 }
+
+/// `srun --label`, two hosts of four ranks, torch 2.4 (its c10 warnings
+/// carry nanosecond stamps; its error names `../torch/csrc/…`, as wheels up
+/// to 2.5 do), whose wheels ship NCCL 2.20.5 (2.5's: 2.21.5). node001 —
+/// rank 0's host — runs 2.19.3 and node002 2.20.5: node001 loaded another
+/// NCCL than its PyTorch ships, so it is the odd one of the even split.
+#[test]
+fn an_even_release_split_leans_to_the_nccl_pytorch_ships_torch_2_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in 0..8u32 {
+        let host = if rank < 4 { "node001" } else { "node002" };
+        let (pid, local) = (52000 + rank, rank % 4);
+        log.push_str(&format!("{rank}: [W724 07:09:24.79209{rank}133 Utils.hpp:137] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function operator())\n"));
+        log.push_str(&format!(
+            "{rank}: {host}:{pid}:{pid} [{local}] NCCL INFO Bootstrap : Using ib0:10.69.0.{}<0>\n",
+            rank / 4 + 1
+        ));
+    }
+    for (rank, host, version) in [(0, "node001", "2.19.3"), (4, "node002", "2.20.5")] {
+        log.push_str(&format!("{rank}: NCCL version {version}+cuda12.4\n"));
+        log.push_str(&format!("{rank}: {host}:{}:{} [0] bootstrap.cc:72 NCCL WARN Message truncated : received 4933 bytes instead of 2594\n", 52000 + rank, 52100 + rank));
+        log.push_str(&format!("{rank}: [rank{rank}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, internal error - please report this issue to the NCCL developers, NCCL version {version}\n"));
+    }
+    write(dir.path(), "slurm-2283470.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "config_mismatch", "{cause:#}");
+    assert_eq!(cause["host"], "node001", "{cause:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([0, 1, 2, 3]),
+        "{cause:#}"
+    );
+    let why: Vec<&str> = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["why"].as_str())
+        .collect();
+    assert!(
+        why.iter()
+            .any(|w| w.contains("whose wheels ship NCCL 2.20.5 or 2.21.5")),
+        "{why:#?}"
+    );
+}

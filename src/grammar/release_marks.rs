@@ -1,5 +1,7 @@
-//! Line formats that date an NCCL release (`grammars/releases.toml`): a
-//! host whose release no line states is placed in the range its lines fit.
+//! Line formats that date a release (`grammars/releases.toml`): a host
+//! whose NCCL release no line states is placed in the range its lines fit;
+//! the job's PyTorch series, by its own formats, names the NCCL its wheels
+//! carry.
 
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -7,7 +9,7 @@ use std::sync::OnceLock;
 
 use super::GrammarError;
 use super::nccl_bugs::{NcclVersion, VersionRange};
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventKind, RawTime};
 
 const FILE: &str = "releases.toml";
 const RELEASES: &str = include_str!("../../grammars/releases.toml");
@@ -17,6 +19,32 @@ const RELEASES: &str = include_str!("../../grammars/releases.toml");
 struct MarksFile {
     #[serde(rename = "mark")]
     marks: Vec<MarkSpec>,
+    #[serde(default, rename = "torch_mark")]
+    torch_marks: Vec<TorchMarkSpec>,
+    #[serde(default)]
+    bundled: Vec<BundledSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TorchMarkSpec {
+    id: String,
+    pattern: String,
+    #[serde(default)]
+    field: Option<String>,
+    #[serde(default)]
+    starts_with: Option<String>,
+    #[serde(default)]
+    stamped: Option<bool>,
+    releases: String,
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BundledSpec {
+    torch: String,
+    nccl: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -55,52 +83,158 @@ impl ReleaseMark {
     }
 }
 
+/// A PyTorch line format and the PyTorch releases that print it.
+#[derive(Debug, Clone)]
+pub struct TorchMark {
+    pub id: String,
+    pub pattern: String,
+    /// (field, the text it starts with)
+    pub field_start: Option<(String, String)>,
+    pub stamped: Option<bool>,
+    pub releases: VersionRange,
+}
+
+impl TorchMark {
+    /// Whether the event is a line in this format.
+    pub fn fits(&self, ev: &Event) -> bool {
+        if ev.pattern != self.pattern {
+            return false;
+        }
+        let field_fits = self.field_start.as_ref().is_none_or(|(field, start)| {
+            ev.fields
+                .text(field)
+                .is_some_and(|v| v.starts_with(start.as_str()))
+        });
+        field_fits && self.stamped.is_none_or(|want| stamped(ev) == Some(want))
+    }
+}
+
+/// Whether a c10 line carried its nanosecond timestamp: `Some(false)` for
+/// no time at all, `None` for a stamp without nanoseconds (a glog build's
+/// microseconds say nothing of the wheel's release).
+fn stamped(ev: &Event) -> Option<bool> {
+    use chrono::Timelike;
+    match &ev.time {
+        RawTime::None => Some(false),
+        RawTime::NoYear { time, .. } => (time.nanosecond() % 1000 != 0).then_some(true),
+        _ => None,
+    }
+}
+
+/// The NCCL a PyTorch series' wheels carry.
+#[derive(Debug, Clone)]
+pub struct Bundled {
+    /// `major.minor.0` of the series.
+    pub torch: NcclVersion,
+    pub nccl: NcclVersion,
+}
+
+/// Everything `releases.toml` holds.
+#[derive(Debug, Clone)]
+pub struct Releases {
+    pub nccl: Vec<ReleaseMark>,
+    pub torch: Vec<TorchMark>,
+    pub bundled: Vec<Bundled>,
+}
+
 /// The embedded marks, parsed once. `Err` only if the shipped file is
 /// broken, which the unit tests rule out.
-pub fn builtin() -> Result<&'static [ReleaseMark], &'static str> {
-    static BUILTIN: OnceLock<Result<Vec<ReleaseMark>, String>> = OnceLock::new();
+pub fn builtin() -> Result<&'static Releases, &'static str> {
+    static BUILTIN: OnceLock<Result<Releases, String>> = OnceLock::new();
     BUILTIN
         .get_or_init(|| parse(FILE, RELEASES).map_err(|e| e.to_string()))
         .as_ref()
-        .map(Vec::as_slice)
         .map_err(String::as_str)
 }
 
-pub fn parse(file: &str, text: &str) -> Result<Vec<ReleaseMark>, GrammarError> {
+pub fn parse(file: &str, text: &str) -> Result<Releases, GrammarError> {
     let raw: MarksFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
         file: file.into(),
         source,
     })?;
     let mut ids = BTreeSet::new();
-    raw.marks
+    let bad = |id: &str, reason: String| GrammarError::Pattern {
+        file: file.into(),
+        id: id.into(),
+        reason,
+    };
+    let mut fresh = |id: &str| ids.insert(id.to_string());
+    let mut nccl = Vec::with_capacity(raw.marks.len());
+    for spec in raw.marks {
+        if !fresh(&spec.id) {
+            return Err(bad(&spec.id, "duplicate id".into()));
+        }
+        nccl.push(nccl_mark(spec).map_err(|(id, reason)| bad(&id, reason))?);
+    }
+    let mut torch = Vec::with_capacity(raw.torch_marks.len());
+    for spec in raw.torch_marks {
+        if !fresh(&spec.id) {
+            return Err(bad(&spec.id, "duplicate id".into()));
+        }
+        torch.push(torch_mark(spec).map_err(|(id, reason)| bad(&id, reason))?);
+    }
+    let bundled = raw
+        .bundled
         .into_iter()
-        .map(|spec| {
-            let bad = |reason: String| GrammarError::Pattern {
-                file: file.into(),
-                id: spec.id.clone(),
-                reason,
-            };
-            if !ids.insert(spec.id.clone()) {
-                return Err(bad("duplicate id".into()));
+        .map(|b| {
+            let series = NcclVersion::parse(&format!("{}.0", b.torch));
+            match (series, NcclVersion::parse(&b.nccl)) {
+                (Some(torch), Some(nccl)) => Ok(Bundled { torch, nccl }),
+                _ => Err(bad(
+                    &b.torch,
+                    format!("`{}` → `{}` is not a series and a release", b.torch, b.nccl),
+                )),
             }
-            if spec.source.trim().is_empty() {
-                return Err(bad("a mark needs its source".into()));
-            }
-            let event = EventKind::from_name(&spec.event)
-                .ok_or_else(|| bad(format!("unknown event kind `{}`", spec.event)))?;
-            if spec.present.is_empty() {
-                return Err(bad("a mark needs a field that must be present".into()));
-            }
-            let releases = VersionRange::parse(&spec.releases).map_err(bad)?;
-            Ok(ReleaseMark {
-                id: spec.id,
-                event,
-                present: spec.present,
-                absent: spec.absent,
-                releases,
-            })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Releases {
+        nccl,
+        torch,
+        bundled,
+    })
+}
+
+fn torch_mark(spec: TorchMarkSpec) -> Result<TorchMark, (String, String)> {
+    let bad = |reason: &str| Err((spec.id.clone(), reason.to_string()));
+    if spec.source.trim().is_empty() {
+        return bad("a mark needs its source");
+    }
+    let field_start = match (spec.field, spec.starts_with) {
+        (Some(f), Some(s)) => Some((f, s)),
+        (None, None) => None,
+        _ => return bad("`field` and `starts_with` go together"),
+    };
+    if field_start.is_none() && spec.stamped.is_none() {
+        return bad("a mark needs a field's start or `stamped`");
+    }
+    let releases = VersionRange::parse(&spec.releases).map_err(|e| (spec.id.clone(), e))?;
+    Ok(TorchMark {
+        id: spec.id,
+        pattern: spec.pattern,
+        field_start,
+        stamped: spec.stamped,
+        releases,
+    })
+}
+
+fn nccl_mark(spec: MarkSpec) -> Result<ReleaseMark, (String, String)> {
+    let bad = |reason: String| (spec.id.clone(), reason);
+    if spec.source.trim().is_empty() {
+        return Err(bad("a mark needs its source".into()));
+    }
+    let event = EventKind::from_name(&spec.event)
+        .ok_or_else(|| bad(format!("unknown event kind `{}`", spec.event)))?;
+    if spec.present.is_empty() {
+        return Err(bad("a mark needs a field that must be present".into()));
+    }
+    let releases = VersionRange::parse(&spec.releases).map_err(bad)?;
+    Ok(ReleaseMark {
+        id: spec.id,
+        event,
+        present: spec.present,
+        absent: spec.absent,
+        releases,
+    })
 }
 
 #[cfg(test)]
@@ -111,7 +245,7 @@ mod tests {
     use crate::model::FileId;
 
     fn marks() -> &'static [ReleaseMark] {
-        builtin().unwrap_or_else(|e| panic!("{e}"))
+        &builtin().unwrap_or_else(|e| panic!("{e}")).nccl
     }
 
     /// The marks a line fits, read as the shipped grammars read it.
@@ -163,6 +297,46 @@ mod tests {
         assert!(allowed(v2_20, "2.20.5") && !allowed(v2_20, "2.21.5") && !allowed(v2_20, "2.17.1"));
         assert!(allowed(v2_21, "2.21.5") && allowed(v2_21, "2.26.2") && !allowed(v2_21, "2.20.5"));
         assert!(allowed(v2_29, "2.29.3") && !allowed(v2_29, "2.19.3"));
+    }
+
+    #[test]
+    fn pytorch_series_map_to_the_nccl_their_wheels_pin() {
+        let releases = builtin().unwrap();
+        let pinned = |series: &str| {
+            let torch = NcclVersion::parse(&format!("{series}.0")).unwrap();
+            releases
+                .bundled
+                .iter()
+                .find(|b| b.torch == torch)
+                .map(|b| b.nccl.to_string())
+        };
+        assert_eq!(pinned("2.1").as_deref(), Some("2.18.1"));
+        assert_eq!(pinned("2.4").as_deref(), Some("2.20.5"));
+        assert_eq!(pinned("2.8").as_deref(), Some("2.27.3"));
+        // A stamped deprecation warning is 2.4 or later; `../torch/csrc`
+        // is 2.5 or earlier.
+        let by_id = |id: &str| releases.torch.iter().find(|m| m.id == id).unwrap();
+        let v = |s: &str| NcclVersion::parse(s).unwrap();
+        assert!(
+            by_id("deprecation_warning_with_time")
+                .releases
+                .contains(&v("2.4.0"))
+        );
+        assert!(
+            !by_id("deprecation_warning_with_time")
+                .releases
+                .contains(&v("2.3.0"))
+        );
+        assert!(
+            by_id("error_report_relative_source")
+                .releases
+                .contains(&v("2.5.0"))
+        );
+        assert!(
+            !by_id("error_report_relative_source")
+                .releases
+                .contains(&v("2.6.0"))
+        );
     }
 
     #[test]

@@ -35,10 +35,10 @@ impl fmt::Display for Ver {
     }
 }
 
-/// torch release, the NCCL it bundles, its CUDA and Python.
+/// torch release, the NCCL its wheels pin (`nvidia-nccl-cu12`), its CUDA and Python.
 pub const PAIRS: &[(&str, &str, &str, &str)] = &[
     ("1.13.1", "2.14.3", "11.7", "3.8"),
-    ("2.1.2", "2.18.6", "12.1", "3.10"),
+    ("2.1.2", "2.18.1", "12.1", "3.10"),
     ("2.2.2", "2.19.3", "12.1", "3.10"),
     ("2.3.1", "2.20.5", "12.1", "3.10"),
     ("2.4.1", "2.20.5", "12.4", "3.10"),

@@ -5,8 +5,10 @@
 //! minority; when the job splits evenly (two hosts, one each way) the logs
 //! still lean one way: a setting someone wrote (`… set by environment to`)
 //! deviates from a host that left the default, a socket transport is NCCL's
-//! fallback from IB, and otherwise rank 0's host — where the job's launch
-//! environment comes from — is the reference.
+//! fallback from IB, an NCCL release other than the one the job's PyTorch
+//! ships was loaded from elsewhere, and otherwise rank 0's host — where the
+//! job's launch environment comes from — is the reference. Hosts whose
+//! release no line states are dated by the formats of their lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +17,8 @@ use crate::grammar::nccl_bugs::NcclVersion;
 use crate::grammar::release_marks;
 use crate::model::build::nccl_version_of;
 use crate::model::{CauseKind, EventIdx, EventKind, Job};
+
+use super::bundled::{self, Shipped};
 
 use super::Ctx;
 
@@ -36,6 +40,9 @@ struct Axis {
     /// Hosts placed on a value by the format of their lines, not by a line
     /// stating it: (host, value, the line that dates it).
     dated: Vec<(String, String, EventIdx)>,
+    /// What the value is expected to be where nothing else decides (the
+    /// NCCL the job's PyTorch ships).
+    expected: Option<Shipped>,
 }
 
 impl Axis {
@@ -48,6 +55,7 @@ impl Axis {
             deviant,
             rank0: None,
             dated: Vec::new(),
+            expected: None,
         }
     }
 
@@ -100,6 +108,12 @@ impl Axis {
         let deviants = others(&|v| (self.deviant)(v));
         if !deviants.is_empty() && deviants.len() < self.host_count() {
             return Some((deviants, false));
+        }
+        if let Some(expected) = &self.expected {
+            let mut matching = self.hosts.keys().filter(|v| expected.includes(v));
+            if let (Some(one), None) = (matching.next(), matching.next()) {
+                return Some((others(&|v| v != one.as_str()), false));
+            }
         }
         let odd = match (reference, &self.rank0) {
             (Some(host), _) => others(&|v| !self.hosts[v].contains(host)),
@@ -163,13 +177,34 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         return None;
     }
     if place(job, &axes, &mut h) == Some(false) {
+        cite_shipped(&axes[0], &mut h);
         details.push(
-            "the hosts split evenly: the side named is the one that sets a variable the other leaves at its default, falls back to sockets, or differs from rank 0's host".into(),
+            "the hosts split evenly: the side named is the one that sets a variable the other leaves at its default, falls back to sockets, runs another NCCL than its PyTorch ships, or differs from rank 0's host".into(),
         );
     }
     details.dedup();
     h.value("detail", details.join("; "));
     Some(h)
+}
+
+/// The lines that say which NCCL the job's PyTorch ships, where the release
+/// split evenly.
+fn cite_shipped(version: &Axis, h: &mut Hypothesis) {
+    let Some(shipped) = version.expected.as_ref().filter(|_| version.differs()) else {
+        return;
+    };
+    let releases: Vec<String> = shipped.nccl.iter().map(ToString::to_string).collect();
+    for (idx, torch) in &shipped.cites {
+        h.support(
+            Source::Torch,
+            0.0,
+            Some(*idx),
+            format!(
+                "this line's format is PyTorch {torch}'s, whose wheels ship NCCL {}",
+                releases.join(" or ")
+            ),
+        );
+    }
 }
 
 /// The NCCL release, the transport, then each NCCL_* setting, per host.
@@ -221,6 +256,7 @@ fn axes(job: &Job) -> Vec<Axis> {
     }
     if version.differs() {
         date_unstated_releases(job, &mut version);
+        version.expected = bundled::shipped_nccl(job);
     }
     for axis in env.values_mut() {
         let with: BTreeSet<String> = axis.hosts.values().flatten().cloned().collect();
@@ -238,9 +274,10 @@ fn axes(job: &Job) -> Vec<Axis> {
 /// in which one host's every rank printed its release and one victim on
 /// another host printed the other is not an even split.
 fn date_unstated_releases(job: &Job, version: &mut Axis) {
-    let Ok(marks) = release_marks::builtin() else {
+    let Ok(releases) = release_marks::builtin() else {
         return;
     };
+    let marks = &releases.nccl;
     let stated: Vec<(String, NcclVersion)> = version
         .hosts
         .keys()

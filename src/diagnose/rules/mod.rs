@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod bundled;
 mod common_peer;
 mod config;
 mod fabric;
