@@ -33,25 +33,11 @@ fn hosts_without_a_stated_release_count_on_the_side_their_line_formats_fit_nccl_
     log.push_str("0: node001:41000:41061 [0] bootstrap.cc:105 NCCL WARN Message truncated : received 5534 bytes instead of 2286\n");
     log.push_str("0: [rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2315, internal error - please report this issue to the NCCL developers, NCCL version 2.26.2\n");
     write(dir.path(), "slurm-48230.out", &log);
-    let doc = common::analyze_to_json(dir.path());
-    let cause = &doc["verdict"]["cause"];
-    assert_eq!(cause["kind"], "config_mismatch", "{cause:#}");
-    assert_eq!(cause["host"], "node001", "{cause:#}");
-    assert_eq!(
-        doc["verdict"]["stuck_ranks"],
-        serde_json::json!([0, 1]),
-        "{cause:#}"
-    );
-    let why: Vec<&str> = cause["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["why"].as_str())
-        .collect();
-    assert!(
-        why.iter()
-            .any(|w| w.contains("no line states node003's NCCL release")),
-        "{why:#?}"
+    assert_odd_host(
+        dir.path(),
+        "node001",
+        &[0, 1],
+        "no line states node003's NCCL release",
     );
 }
 
@@ -79,24 +65,31 @@ fn an_even_release_split_leans_to_the_nccl_pytorch_ships_torch_2_4() {
         log.push_str(&format!("{rank}: [rank{rank}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, internal error - please report this issue to the NCCL developers, NCCL version {version}\n"));
     }
     write(dir.path(), "slurm-2283470.out", &log);
-    let doc = common::analyze_to_json(dir.path());
+    assert_odd_host(
+        dir.path(),
+        "node001",
+        &[0, 1, 2, 3],
+        "whose wheels ship NCCL 2.20.5 or 2.21.5",
+    );
+}
+
+/// The verdict names `host` as the odd one with its `ranks`, and one piece
+/// of its evidence says `why`.
+fn assert_odd_host(job: &std::path::Path, host: &str, ranks: &[u64], why: &str) {
+    let doc = common::analyze_to_json(job);
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "config_mismatch", "{cause:#}");
-    assert_eq!(cause["host"], "node001", "{cause:#}");
+    assert_eq!(cause["host"], host, "{cause:#}");
     assert_eq!(
         doc["verdict"]["stuck_ranks"],
-        serde_json::json!([0, 1, 2, 3]),
+        serde_json::json!(ranks),
         "{cause:#}"
     );
-    let why: Vec<&str> = cause["evidence"]
+    let reasons: Vec<&str> = cause["evidence"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|e| e["why"].as_str())
         .collect();
-    assert!(
-        why.iter()
-            .any(|w| w.contains("whose wheels ship NCCL 2.20.5 or 2.21.5")),
-        "{why:#?}"
-    );
+    assert!(reasons.iter().any(|w| w.contains(why)), "{reasons:#?}");
 }
