@@ -2,9 +2,11 @@
 //! survivors one line each (`Sending process P closing signal SIGTERM`,
 //! `Closing process P via signal SIGTERM`), walking its workers in the order
 //! it spawned them, which is local-rank order (torch.distributed.elastic's
-//! `PContext._close`; checked against torch 1.13–2.8). With the failed
-//! workers' local ranks, the sweep states every survivor's local rank: with
-//! NCCL_DEBUG=WARN the only tie between a stopped pid and its rank.
+//! `SubprocessContext._close` walks its handlers, a dict keyed by local
+//! rank and filled in order; it skips workers that already exited, which
+//! the agent reports as failed). With the failed workers' local ranks, the
+//! sweep states every survivor's local rank: with NCCL_DEBUG=WARN the only
+//! tie between a stopped pid and its rank.
 
 use std::collections::{BTreeMap, BTreeSet};
 
