@@ -125,7 +125,7 @@ impl NcclBugs {
     }
 }
 
-fn error_chain(e: &GrammarError) -> String {
+pub(super) fn error_chain(e: &GrammarError) -> String {
     let mut msg = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

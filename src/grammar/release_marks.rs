@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use super::GrammarError;
-use super::nccl_bugs::{NcclVersion, VersionRange};
+use super::nccl_bugs::{NcclVersion, VersionRange, error_chain};
 use crate::model::{Event, EventKind, RawTime};
 
 const FILE: &str = "releases.toml";
@@ -142,7 +142,7 @@ pub struct Releases {
 pub fn builtin() -> Result<&'static Releases, &'static str> {
     static BUILTIN: OnceLock<Result<Releases, String>> = OnceLock::new();
     BUILTIN
-        .get_or_init(|| parse(FILE, RELEASES).map_err(|e| e.to_string()))
+        .get_or_init(|| parse(FILE, RELEASES).map_err(|e| error_chain(&e)))
         .as_ref()
         .map_err(String::as_str)
 }
