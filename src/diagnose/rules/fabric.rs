@@ -130,6 +130,9 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         add_finding(&mut by_place, ctx.job, &f, &stuck);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
+    for h in &mut out {
+        fill_sole_port(ctx.job, h);
+    }
     // Only the stuck ranks a hypothesis holds need their last line (a walk
     // over every event).
     let held: BTreeSet<u32> = out
@@ -141,6 +144,34 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
         tie_to_stuck_rank(h, &stuck, &last);
     }
     out
+}
+
+/// A port known only by its HCA (a netdev's `ethtool -S` counters, joined
+/// to the HCA by its PCI bus, carry no port) takes the HCA's port where the
+/// HCA's own counter dumps or snapshots show only one.
+fn fill_sole_port(job: &Job, h: &mut Hypothesis) {
+    if h.port.is_some() {
+        return;
+    }
+    let (Some(host), Some(device)) = (h.host.as_deref(), h.device.as_deref()) else {
+        return;
+    };
+    let host = short_host_of(host);
+    let on_host = |name: Option<&str>| name.map(short_host_of).as_deref() == Some(host.as_str());
+    let snapshots = job
+        .ports
+        .iter()
+        .filter(|p| p.device == device && on_host(p.host.as_deref()))
+        .filter_map(|p| p.port);
+    let counters = job
+        .counter_deltas
+        .iter()
+        .filter(|d| &*d.device == device && on_host(d.host.as_deref()))
+        .filter_map(|d| d.port);
+    let ports: BTreeSet<u32> = snapshots.chain(counters).collect();
+    if let [port] = ports.iter().copied().collect::<Vec<_>>()[..] {
+        h.port = Some(port);
+    }
 }
 
 /// The job set NCCL_IB_GID_INDEX, or a queue pair rejected its GID with
@@ -426,6 +457,29 @@ mod tests {
     use super::*;
     use crate::diagnose::FindingKind;
     use crate::model::{Event, Level, Origin, PortSnapshot, RawTime, Who};
+
+    #[test]
+    fn an_hca_named_by_its_netdev_takes_its_only_port() {
+        let port = |device: &str, port: u32| PortSnapshot {
+            host: Some("node003.cluster".into()),
+            device: device.into(),
+            port: Some(port),
+            ..PortSnapshot::default()
+        };
+        let mut job = Job::default();
+        job.ports = vec![port("mlx5_1", 1), port("mlx5_2", 1), port("mlx5_2", 2)];
+        let placed = |device: &str, job: &Job| {
+            let mut h = Hypothesis::new(CauseKind::Congestion);
+            h.host = Some("node003".into());
+            h.device = Some(device.into());
+            fill_sole_port(job, &mut h);
+            h.port
+        };
+        assert_eq!(placed("mlx5_1", &job), Some(1));
+        // Two ports, or none known: the port stays unnamed.
+        assert_eq!(placed("mlx5_2", &job), None);
+        assert_eq!(placed("mlx5_3", &job), None);
+    }
 
     fn gid_hazard(host: &str) -> FabricFinding {
         FabricFinding {
