@@ -466,8 +466,10 @@ mod tests {
             port: Some(port),
             ..PortSnapshot::default()
         };
-        let mut job = Job::default();
-        job.ports = vec![port("mlx5_1", 1), port("mlx5_2", 1), port("mlx5_2", 2)];
+        let job = Job {
+            ports: vec![port("mlx5_1", 1), port("mlx5_2", 1), port("mlx5_2", 2)],
+            ..Job::default()
+        };
         let placed = |device: &str, job: &Job| {
             let mut h = Hypothesis::new(CauseKind::Congestion);
             h.host = Some("node003".into());
