@@ -677,7 +677,7 @@ fn unanswered_sends_between_two_hosts_point_at_the_other_hosts_port() {
     }
     write_sender_retries(dir.path(), "node001");
     let doc = common::analyze_to_json(dir.path());
-    assert_small_mtu_verdict(&doc, "node002", "node001");
+    assert_small_mtu_verdict(&doc, "node002", "node001/counters/after/sysfs-counters.txt");
 }
 
 /// A sender's unanswered-send counters on its mlx5_0: ACK timeouts, then
@@ -697,8 +697,9 @@ fn write_sender_retries(root: &Path, host: &str) {
     }
 }
 
-/// The verdict is `host`'s mlx5_0 MTU, and `sender`'s retries back it.
-fn assert_small_mtu_verdict(doc: &Value, host: &str, sender: &str) {
+/// The verdict is `host`'s mlx5_0 MTU, and the senders' file `backing`
+/// (their counters, or their completion errors) backs it.
+fn assert_small_mtu_verdict(doc: &Value, host: &str, backing: &str) {
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "mtu_mismatch", "{cause:#}");
     assert_eq!(cause["host"], host, "{cause:#}");
@@ -709,9 +710,8 @@ fn assert_small_mtu_verdict(doc: &Value, host: &str, sender: &str) {
         .iter()
         .map(|e| e["file"].as_str().unwrap())
         .collect();
-    let counters = format!("{sender}/counters/after/sysfs-counters.txt");
     assert!(
-        cited.contains(&counters.as_str()),
+        cited.contains(&backing),
         "the senders' retries corroborate: {cited:?}"
     );
 }
@@ -723,6 +723,27 @@ fn assert_small_mtu_verdict(doc: &Value, host: &str, sender: &str) {
 /// on the way into that port: the verdict is its MTU, not a sender's port.
 #[test]
 fn unanswered_sends_to_an_unmapped_peer_point_at_the_one_port_with_a_small_mtu() {
+    let dir = small_mtu_job();
+    for host in ["node001", "node003"] {
+        write_sender_retries(dir.path(), host);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    assert_small_mtu_verdict(&doc, "node004", "node001/counters/after/sysfs-counters.txt");
+}
+
+/// The same job with no counter dumps: the victims' completion errors alone
+/// point at the small MTU.
+#[test]
+fn victims_sends_to_an_unmapped_peer_back_the_one_port_with_a_small_mtu() {
+    let dir = small_mtu_job();
+    let doc = common::analyze_to_json(dir.path());
+    assert_small_mtu_verdict(&doc, "node004", "slurm-48220.out");
+}
+
+/// Four hosts of four ranks, NCCL 2.19.3 at WARN: ranks 0 (node001) and 8
+/// (node003) report retry-exceeded completions from 10.199.0.4, which no
+/// log maps; every other rank times out; node004's mlx5_0 runs MTU 1024.
+fn small_mtu_job() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut log = String::from("0: NCCL version 2.19.3+cuda12.2\n");
     for (r, host) in [(0u32, "node001"), (8, "node003")] {
@@ -740,11 +761,7 @@ fn unanswered_sends_to_an_unmapped_peer_point_at_the_one_port_with_a_small_mtu()
             &ibv_devinfo(mtu),
         );
     }
-    for host in ["node001", "node003"] {
-        write_sender_retries(dir.path(), host);
-    }
-    let doc = common::analyze_to_json(dir.path());
-    assert_small_mtu_verdict(&doc, "node004", "node001");
+    dir
 }
 
 /// NCCL_DEBUG=WARN under `srun --label`, no snapshots: every rank timed out

@@ -108,9 +108,6 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
-    if let Some(host) = loss_at {
-        unanswered_sends_to(ctx.job, host, &mut by_place);
-    }
     let connected = super::setup::connections_worked(ctx, hang);
     let shared_gid = gid_cannot_explain_failures(ctx.job, findings, hang.is_some());
     let forced_gid = gid_index_forced(ctx.job);
@@ -128,6 +125,11 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
             f.weight *= LATE_GID_FACTOR;
         }
         add_finding(&mut by_place, ctx.job, &f, &stuck);
+    }
+    // After the findings: the loss may be a small MTU's, whose port only a
+    // snapshot names.
+    if let Some(host) = loss_at {
+        unanswered_sends_to(ctx.job, host, &mut by_place);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
     for h in &mut out {
@@ -262,8 +264,8 @@ fn lone_small_mtu(findings: &[FabricFinding]) -> Option<&str> {
 }
 
 /// Victims whose transfers to an address no log maps ran out of retries
-/// back the lone host that shows the loss on receive: their sends went
-/// unanswered, and that port saw the gaps they left.
+/// back the lone host that shows the loss on receive, or the one port
+/// whose MTU drops large packets: their sends went unanswered there.
 fn unanswered_sends_to(job: &Job, receiver: &str, by_place: &mut BTreeMap<Place, Hypothesis>) {
     let reports: Vec<Report> = completion_reports(job)
         .into_iter()
@@ -271,14 +273,16 @@ fn unanswered_sends_to(job: &Job, receiver: &str, by_place: &mut BTreeMap<Place,
         .filter(|r| matches!(r.status, Some(RETRY_EXC_ERR | RNR_RETRY_EXC_ERR)))
         .collect();
     let reporters: BTreeSet<&str> = reports.iter().filter_map(|r| r.host.as_deref()).collect();
-    // The receiving port's own hypothesis (its loss counters made it).
+    // The receiving port's own hypothesis (its loss counters or its MTU
+    // made it).
     let Some(h) = by_place
         .iter_mut()
         .filter(|((kind, host, _, _), _)| {
-            *kind == CauseKind::PacketLoss && host.as_deref() == Some(receiver)
+            matches!(kind, CauseKind::PacketLoss | CauseKind::MtuMismatch)
+                && host.as_deref() == Some(receiver)
         })
         .map(|(_, h)| h)
-        .max_by_key(|h| h.device.is_some())
+        .max_by_key(|h| (h.device.is_some(), h.kind == CauseKind::MtuMismatch))
     else {
         return;
     };
