@@ -171,8 +171,8 @@ fn fill_sole_port(job: &Job, h: &mut Hypothesis) {
         .filter(|d| &*d.device == device && on_host(d.host.as_deref()))
         .filter_map(|d| d.port);
     let ports: BTreeSet<u32> = snapshots.chain(counters).collect();
-    if let [port] = ports.iter().copied().collect::<Vec<_>>()[..] {
-        h.port = Some(port);
+    if ports.len() == 1 {
+        h.port = ports.first().copied();
     }
 }
 
