@@ -12,6 +12,12 @@ use common::write;
 /// once stops every remaining worker, 6 among them: 5 and 7 were cut off
 /// before their watchdogs fired.
 fn job() -> tempfile::TempDir {
+    swept_job(&[0, 1, 3, 4, 6], [&[2], &[5, 6, 7]])
+}
+
+/// The job of `job()` with other ranks reporting the timeout and other
+/// workers stopped by each host's agent.
+fn swept_job(reporters: &[u32], stopped: [&[u32]; 2]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (node, host) in ["node001", "node002"].into_iter().enumerate() {
         let mut console = String::new();
@@ -27,14 +33,13 @@ fn job() -> tempfile::TempDir {
                     18 + local * 16
                 ),
             );
-            if matches!(rank, 0 | 1 | 3 | 4 | 6) {
+            if reporters.contains(&rank) {
                 console.push_str(&format!(
                     "[default{local}]:[rank{rank}]:[E0219 14:35:4{local}.124819694 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10779, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
                 ));
             }
         }
-        let stopped: &[u32] = if node == 0 { &[2] } else { &[5, 6, 7] };
-        for rank in stopped {
+        for rank in stopped[node] {
             console.push_str(&format!(
                 "W0219 14:35:47.156000 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {} closing signal SIGTERM\n",
                 5100 + rank
@@ -48,6 +53,25 @@ fn job() -> tempfile::TempDir {
 #[test]
 fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
     assert_stalled_and_cut_off(&job(), 2, &[5, 7]);
+}
+
+/// Every silent worker was stopped alongside reporters. node001's agent
+/// stopped its workers when three of four had reported the timeout, and
+/// rank 2 alone had not; node002's stopped them when two had, so 6 and 7
+/// were cut off early: rank 2's silence is the one that stands out.
+#[test]
+fn of_silent_workers_all_cut_off_the_one_whose_host_had_reported_is_stalled_torch_2_4() {
+    let dir = swept_job(&[0, 1, 3, 4, 5], [&[1, 2, 3], &[5, 6, 7]]);
+    assert_stalled_and_cut_off(&dir, 2, &[6, 7]);
+}
+
+/// The same sweeps with as many reporters on each host: nothing sets one
+/// silent rank apart, so both stay suspects.
+#[test]
+fn silent_workers_cut_off_alike_on_both_hosts_stay_suspects_torch_2_4() {
+    let dir = swept_job(&[0, 1, 3, 4, 5, 7], [&[1, 2, 3], &[5, 6, 7]]);
+    let doc = common::analyze_to_json(dir.path());
+    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([2, 6]));
 }
 
 /// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a
@@ -97,5 +121,13 @@ fn assert_stalled_and_cut_off(dir: &tempfile::TempDir, stalled: u64, cut_off: &[
     for &rank in cut_off {
         let row = common::rank_row(&doc, rank);
         assert_eq!(row["state"], "killed", "{:#}", doc["ranks"]);
+        let told = format!("rank {rank} logged no timeout either");
+        let cited = v["evidence"].as_array().unwrap().iter();
+        assert!(
+            cited
+                .filter_map(|e| e["why"].as_str())
+                .any(|w| w.starts_with(&told)),
+            "{v:#}"
+        );
     }
 }

@@ -133,10 +133,54 @@ fn set_apart_cut_off(job: &Job, hang: &mut Hang) {
         .filter(|(rank, host)| hang.silent.contains(rank) && mid_report.contains(host))
         .map(|(rank, _)| *rank)
         .collect();
+    let cut = if cut.len() == hang.silent.len() {
+        least_expected_silence(job, hang, &stopped, cut)
+    } else {
+        cut
+    };
     if !cut.is_empty() && cut.len() < hang.silent.len() {
         hang.silent.retain(|r| !cut.contains(r));
         hang.cut_off = cut;
     }
+}
+
+/// When every silent rank was stopped alongside reporters, the stalled one
+/// is likelier where its silence stands out: on the host whose sweep came
+/// when most of its workers had already reported the timeout. An early
+/// sweep leaves many waiting ranks silent; a late one leaves only the rank
+/// that was not waiting. Returns the ranks to set apart: those on every
+/// other host, when one host's share of reporters is strictly the highest.
+fn least_expected_silence(
+    job: &Job,
+    hang: &Hang,
+    stopped: &[(u32, String)],
+    cut: BTreeSet<u32>,
+) -> BTreeSet<u32> {
+    let mut tally: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (rank, host) in stopped.iter().filter(|(r, _)| cut.contains(r)) {
+        tally.entry(host).or_default().1 += 1;
+        debug_assert!(hang.silent.contains(rank));
+    }
+    for &rank in &hang.timed_out {
+        let host = job.short_host_of_rank(rank).map(short_host_of);
+        if let Some(count) = host.and_then(|h| tally.get_mut(h.as_str())) {
+            count.0 += 1;
+        }
+    }
+    // Compared as fractions reported / (reported + silent), cross-multiplied.
+    let share = |&(reported, silent): &(usize, usize)| (reported, reported + silent);
+    let mut shares: Vec<(&str, (usize, usize))> =
+        tally.iter().map(|(h, c)| (*h, share(c))).collect();
+    shares.sort_by(|a, b| (b.1.0 * a.1.1).cmp(&(a.1.0 * b.1.1)));
+    let best = match shares[..] {
+        [(host, (r1, n1)), (_, (r2, n2)), ..] if r1 * n2 > r2 * n1 => host,
+        _ => return BTreeSet::new(),
+    };
+    stopped
+        .iter()
+        .filter(|(rank, host)| cut.contains(rank) && host != best)
+        .map(|(rank, _)| *rank)
+        .collect()
 }
 
 /// The (group, seq) most timed-out ranks report; ties go to the lower group

@@ -440,6 +440,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             let last_line = last_lines.get(&rank).copied();
             h.support(Source::Pattern, weight, last_line, format!("rank {rank} logged no timeout while {victims} other ranks timed out waiting; this is its last line{maybe}"));
         }
+        cite_cut_off(ctx.job, hang, &mut h);
         // Every hang has victims that time out; they back a stall only when
         // a rank is shown behind, not when it merely printed nothing (its
         // output may just be lost).
@@ -459,6 +460,26 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         }
     }
     Some(h)
+}
+
+/// Names the silent ranks set apart as cut off, with the line that stopped
+/// them, so the reader sees why they are not suspects.
+fn cite_cut_off(job: &Job, hang: &Hang, h: &mut Hypothesis) {
+    const SHOWN: usize = 4;
+    let stops = job
+        .deaths
+        .iter()
+        .filter(|d| d.stopped_by_launcher)
+        .filter_map(|d| Some((d.rank?, d.evidence.first().copied())))
+        .filter(|(rank, _)| hang.cut_off.contains(rank));
+    for (rank, line) in stops.take(SHOWN) {
+        h.support(
+            Source::Launcher,
+            0.0,
+            line,
+            format!("rank {rank} logged no timeout either, but its launcher stopped it alongside workers that had already reported the timeout: it was likely cut off before its own watchdog fired"),
+        );
+    }
 }
 
 #[cfg(test)]
