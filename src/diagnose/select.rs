@@ -76,16 +76,13 @@ pub fn explain(
     for (cause, explained) in explains {
         let mut i = 0;
         while i < hyps.len() {
-            let covered = explained.contains(&hyps[i].kind)
-                && hyps
-                    .iter()
-                    .any(|h| h.kind == *cause && same_place(h, &hyps[i]));
-            if covered {
+            let owner = explained
+                .contains(&hyps[i].kind)
+                .then(|| explainer(&hyps, *cause, &hyps[i]))
+                .flatten();
+            if let Some(owner) = owner {
                 let gone = hyps.remove(i);
-                let owner = hyps
-                    .iter_mut()
-                    .find(|h| h.kind == *cause && same_place(h, &gone))
-                    .expect("found above");
+                let owner = &mut hyps[if owner > i { owner - 1 } else { owner }];
                 let why = format!("also consistent with {}: ", gone.kind);
                 for mut s in gone.support {
                     s.why = format!("{why}{}", s.why);
@@ -98,6 +95,24 @@ pub fn explain(
         }
     }
     hyps
+}
+
+/// The hypothesis of kind `cause` about the place `h` names. A port known
+/// only by its LID is, as in `merge`, the one port of that host the cause
+/// names, when it names one.
+fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<usize> {
+    let of_cause = || hyps.iter().enumerate().filter(|(_, o)| o.kind == cause);
+    if let Some((i, _)) = of_cause().find(|(_, o)| same_place(o, h)) {
+        return Some(i);
+    }
+    if !lid_only(h.device.as_deref()) {
+        return None;
+    }
+    let mut on_host = of_cause().filter(|(_, o)| o.device.is_some() && o.host == h.host);
+    match (on_host.next(), on_host.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
 }
 
 /// `Lid 17`: a port no snapshot named.
@@ -462,6 +477,27 @@ mod tests {
         assert_eq!(merged.len(), 1, "{merged:?}");
         assert_eq!(merged[0].device.as_deref(), Some("mlx5_7"));
         assert_eq!(merged[0].support.len(), 2);
+    }
+
+    fn cause_on(kind: CauseKind, host: &str, device: &str) -> Hypothesis {
+        let mut h = loss_on(host, device);
+        h.kind = kind;
+        h
+    }
+
+    #[test]
+    fn a_cause_explains_loss_on_a_port_known_by_its_lid_where_it_names_one_port() {
+        let explains = [(CauseKind::LinkFlap, vec![CauseKind::PacketLoss])];
+        let flap = || cause_on(CauseKind::LinkFlap, "n1", "mlx5_6");
+        let one = explain(vec![loss_on("n1", "Lid 128"), flap()], &explains);
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert_eq!(one[0].kind, CauseKind::LinkFlap);
+        assert_eq!(one[0].support.len(), 2);
+        let second = cause_on(CauseKind::LinkFlap, "n1", "mlx5_7");
+        let two = explain(vec![loss_on("n1", "Lid 128"), flap(), second], &explains);
+        assert_eq!(two.len(), 3, "{two:?}");
+        let named = explain(vec![loss_on("n1", "mlx5_2"), flap()], &explains);
+        assert_eq!(named.len(), 2, "{named:?}");
     }
 
     #[test]
