@@ -129,7 +129,7 @@ fn run(job: &Job, root: &Path) -> (Score, String) {
 const FLOORS: &[(&str, usize, usize, usize, usize)] = &[
     ("cancelled", 6, 6, 6, 6),
     ("collective_mismatch", 6, 6, 6, 6),
-    ("config_mismatch", 6, 6, 5, 5),
+    ("config_mismatch", 6, 6, 6, 6),
     ("congestion", 6, 6, 6, 6),
     ("cross_rail", 6, 6, 5, 5),
     ("firewall", 6, 6, 5, 5),

@@ -36,6 +36,8 @@ struct TorchMarkSpec {
     starts_with: Option<String>,
     #[serde(default)]
     stamped: Option<bool>,
+    #[serde(default)]
+    hooked: bool,
     releases: String,
     source: String,
 }
@@ -91,6 +93,8 @@ pub struct TorchMark {
     /// (field, the text it starts with)
     pub field_start: Option<(String, String)>,
     pub stamped: Option<bool>,
+    /// The line carries the `[rankN]: ` prefix of PyTorch's excepthook.
+    pub hooked: bool,
     pub releases: VersionRange,
 }
 
@@ -105,8 +109,21 @@ impl TorchMark {
                 .text(field)
                 .is_some_and(|v| v.starts_with(start.as_str()))
         });
-        field_fits && self.stamped.is_none_or(|want| stamped(ev) == Some(want))
+        field_fits
+            && self.stamped.is_none_or(|want| stamped(ev) == Some(want))
+            && (!self.hooked || excepthook_prefixed(&ev.text))
     }
+}
+
+/// Whether a Python line went through the excepthook that prefixes each
+/// line of an uncaught exception with `[rankN]: ` (a space after the
+/// colon; c10's own `[rankN]:[E…` prefix has none).
+fn excepthook_prefixed(text: &str) -> bool {
+    text.match_indices("[rank").any(|(at, tag)| {
+        let rest = &text[at + tag.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with("]: ")
+    })
 }
 
 /// Whether a c10 line carried its nanosecond timestamp: `Some(false)` for
@@ -204,8 +221,8 @@ fn torch_mark(spec: TorchMarkSpec) -> Result<TorchMark, (String, String)> {
         (None, None) => None,
         _ => return bad("`field` and `starts_with` go together"),
     };
-    if field_start.is_none() && spec.stamped.is_none() {
-        return bad("a mark needs a field's start or `stamped`");
+    if field_start.is_none() && spec.stamped.is_none() && !spec.hooked {
+        return bad("a mark needs a field's start, `stamped` or `hooked`");
     }
     let releases = VersionRange::parse(&spec.releases).map_err(|e| (spec.id.clone(), e))?;
     Ok(TorchMark {
@@ -213,6 +230,7 @@ fn torch_mark(spec: TorchMarkSpec) -> Result<TorchMark, (String, String)> {
         pattern: spec.pattern,
         field_start,
         stamped: spec.stamped,
+        hooked: spec.hooked,
         releases,
     })
 }
@@ -248,8 +266,8 @@ mod tests {
         &builtin().unwrap_or_else(|e| panic!("{e}")).nccl
     }
 
-    /// The marks a line fits, read as the shipped grammars read it.
-    fn fitting(line: &str) -> Vec<&'static str> {
+    /// The one event a line makes, read as the shipped grammars read it.
+    fn parse_one(line: &str) -> Event {
         let file = InputFile {
             id: FileId(0),
             display: "nccl.node1.7".into(),
@@ -258,15 +276,52 @@ mod tests {
             hints: Default::default(),
         };
         let grammar = Grammar::builtin().unwrap();
-        let parsed = crate::parse::parse_stream(line.as_bytes(), &file, &grammar);
-        let [ev] = &parsed.events[..] else {
-            panic!("one event wanted from {line}: {:?}", parsed.events);
-        };
+        let mut parsed = crate::parse::parse_stream(line.as_bytes(), &file, &grammar);
+        match parsed.events.len() {
+            1 => parsed.events.remove(0),
+            _ => panic!("one event wanted from {line}: {:?}", parsed.events),
+        }
+    }
+
+    /// The NCCL marks a line fits.
+    fn fitting(line: &str) -> Vec<&'static str> {
+        let ev = parse_one(line);
         marks()
             .iter()
-            .filter(|m| m.fits(ev))
+            .filter(|m| m.fits(&ev))
             .map(|m| m.id.as_str())
             .collect()
+    }
+
+    /// The PyTorch marks a line fits, read as the shipped grammars read it.
+    fn torch_fitting(line: &str) -> Vec<&'static str> {
+        let ev = parse_one(line);
+        let releases = builtin().unwrap_or_else(|e| panic!("{e}"));
+        releases
+            .torch
+            .iter()
+            .filter(|m| m.fits(&ev))
+            .map(|m| m.id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_traceback_through_the_excepthook_dates_pytorch_2_3_or_later() {
+        let hooked = "[default0]:[rank8]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, internal error - please report this issue to the NCCL developers, NCCL version 2.20.5";
+        let fits = torch_fitting(hooked);
+        assert!(
+            fits.contains(&"error_report_through_excepthook"),
+            "{fits:?}"
+        );
+        assert!(fits.contains(&"error_report_relative_source"), "{fits:?}");
+        // c10's own prefix (2.2+) has no space after its colon.
+        let c10 =
+            "[rank3]:[E ProcessGroupNCCL.cpp:1182] NCCL error: internal error, NCCL version 2.19.3";
+        let plain = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, internal error, NCCL version 2.19.3";
+        for line in [c10, plain] {
+            let fits = torch_fitting(line);
+            assert!(!fits.contains(&"error_report_through_excepthook"), "{line}");
+        }
     }
 
     fn allowed(line: &str, version: &str) -> bool {
