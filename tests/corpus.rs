@@ -91,8 +91,22 @@ fn every_corpus_case_is_analyzed_and_cites_real_lines() {
         let doc = common::analyze_to_json(&case);
         assert_eq!(doc["schema_version"], 1);
         problems.extend(check_citations(&case, &doc));
+        problems.extend(check_summaries(&case, &doc));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A summary says what is known and leaves out what is not: no `?` stands
+/// in for a host, device or rank the logs did not name.
+fn check_summaries(case: &Path, doc: &Value) -> Vec<String> {
+    let verdict = &doc["verdict"];
+    let alternatives = verdict["alternatives"].as_array().into_iter().flatten();
+    std::iter::once(&verdict["cause"])
+        .chain(alternatives)
+        .filter_map(|c| c["summary"].as_str())
+        .filter(|s| s.contains(" ?") || s.contains("? "))
+        .map(|s| format!("{}: summary with a placeholder: {s}", case.display()))
+        .collect()
 }
 
 /// Cases whose truth names a cause the verdict vocabulary has.

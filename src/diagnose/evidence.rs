@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::grammar::knowledge::fill_template;
+use crate::grammar::template::{fill_template, fill_template_with};
 use crate::model::{EventIdx, EventKind, Origin, SourceLine};
 
 use super::hang::Hang;
@@ -96,7 +96,7 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
         peer_host: h.peer_host.clone(),
         title: text.title.clone(),
         summary: fill_template(&text.summary, &values),
-        remedy: fill_template(&text.remedy, &values),
+        remedy: fill_template_with(&text.remedy, &values, |name| format!("<{name}>")),
         ranks: h.ranks.iter().copied().collect(),
         evidence,
     }

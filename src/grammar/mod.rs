@@ -15,6 +15,7 @@ pub mod nccl_bugs;
 pub mod release_marks;
 pub mod sockets;
 pub mod spec;
+pub mod template;
 
 pub use compile::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
 pub use fields::{convert_field, normalize_bus_id};

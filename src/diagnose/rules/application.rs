@@ -241,7 +241,9 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     };
     let majority = (*majority).clone();
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
-    h.value("seq", hang.seq.map(|s| s.to_string()).unwrap_or_default());
+    if let Some(seq) = hang.seq {
+        h.value("seq", seq.to_string());
+    }
     let fmt = |k: &(Option<String>, Option<i64>)| {
         let op = k.0.clone().unwrap_or_else(|| "?".into());
         match k.1 {
@@ -309,7 +311,9 @@ fn collective_after_the_end(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     if h.ranks.is_empty() {
         h.ranks.extend(hang.timed_out.iter().copied());
     }
-    h.value("seq", hang.seq.map_or("?".into(), |s| s.to_string()));
+    if let Some(seq) = hang.seq {
+        h.value("seq", seq.to_string());
+    }
     h.value(
         "detail",
         format!(
@@ -401,7 +405,9 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         "op",
         hang.op.clone().unwrap_or_else(|| "the collective".into()),
     );
-    h.value("seq", hang.seq.map_or("?".into(), |s| s.to_string()));
+    if let Some(seq) = hang.seq {
+        h.value("seq", seq.to_string());
+    }
     h.value("pg", hang.pg.clone());
     h.ranks = culprits.clone();
     for (rank, last) in &hang.laggards {

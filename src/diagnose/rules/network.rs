@@ -84,10 +84,9 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         Some(t) => format!("{s} ({}: {})", t.name, t.meaning),
         None => s.to_string(),
     });
-    h.value(
-        "status",
-        status.map(|s| s.to_string()).unwrap_or_else(|| "?".into()),
-    );
+    if let Some(status) = status {
+        h.value("status", status.to_string());
+    }
     let troubled: BTreeSet<String> = ctx
         .job
         .events
