@@ -12,14 +12,17 @@ use common::write;
 /// once stops every remaining worker, 6 among them: 5 and 7 were cut off
 /// before their watchdogs fired.
 fn job() -> tempfile::TempDir {
-    swept_job(&[0, 1, 3, 4, 6], [&[2], &[5, 6, 7]])
+    swept_job(&[0, 1, 3, 4, 6], &[&[2], &[5, 6, 7]])
 }
 
 /// The job of `job()` with other ranks reporting the timeout and other
-/// workers stopped by each host's agent.
-fn swept_job(reporters: &[u32], stopped: [&[u32]; 2]) -> tempfile::TempDir {
+/// workers stopped by each host's agent: one host of four workers per entry
+/// of `stopped`.
+fn swept_job(reporters: &[u32], stopped: &[&[u32]]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for (node, host) in ["node001", "node002"].into_iter().enumerate() {
+    let world = 4 * stopped.len();
+    for (node, swept) in stopped.iter().enumerate() {
+        let host = format!("node{:03}", node + 1);
         let mut console = String::new();
         for local in 0..4u32 {
             let rank = node as u32 * 4 + local;
@@ -28,7 +31,7 @@ fn swept_job(reporters: &[u32], stopped: [&[u32]; 2]) -> tempfile::TempDir {
                 dir.path(),
                 &format!("{host}/nccl.{host}.{pid}"),
                 &format!(
-                    "{host}:{pid}:{} [{local}] NCCL INFO comm 0x55f4{rank:04} rank {rank} nranks 8 cudaDev {local} nvmlDev {local} busId {}000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
+                    "{host}:{pid}:{} [{local}] NCCL INFO comm 0x55f4{rank:04} rank {rank} nranks {world} cudaDev {local} nvmlDev {local} busId {}000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
                     pid + 70,
                     18 + local * 16
                 ),
@@ -39,7 +42,7 @@ fn swept_job(reporters: &[u32], stopped: [&[u32]; 2]) -> tempfile::TempDir {
                 ));
             }
         }
-        for rank in stopped[node] {
+        for rank in *swept {
             console.push_str(&format!(
                 "W0219 14:35:47.156000 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {} closing signal SIGTERM\n",
                 5100 + rank
@@ -61,7 +64,7 @@ fn workers_stopped_alongside_reporters_were_cut_off_not_stalled_torch_2_4() {
 /// were cut off early: rank 2's silence is the one that stands out.
 #[test]
 fn of_silent_workers_all_cut_off_the_one_whose_host_had_reported_is_stalled_torch_2_4() {
-    let dir = swept_job(&[0, 1, 3, 4, 5], [&[1, 2, 3], &[5, 6, 7]]);
+    let dir = swept_job(&[0, 1, 3, 4, 5], &[&[1, 2, 3], &[5, 6, 7]]);
     assert_stalled_and_cut_off(&dir, 2, &[6, 7]);
 }
 
@@ -69,9 +72,23 @@ fn of_silent_workers_all_cut_off_the_one_whose_host_had_reported_is_stalled_torc
 /// silent rank apart, so both stay suspects.
 #[test]
 fn silent_workers_cut_off_alike_on_both_hosts_stay_suspects_torch_2_4() {
-    let dir = swept_job(&[0, 1, 3, 4, 5, 7], [&[1, 2, 3], &[5, 6, 7]]);
+    let dir = swept_job(&[0, 1, 3, 4, 5, 7], &[&[1, 2, 3], &[5, 6, 7]]);
     let doc = common::analyze_to_json(dir.path());
     assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([2, 6]));
+}
+
+/// Three hosts: on node001 and node002 three of four workers had reported
+/// when their agents stopped them, on node003 two. The silent ranks of the
+/// first two stay suspects; node003's two were cut off early.
+#[test]
+fn silent_workers_where_fewer_had_reported_are_set_apart_torch_2_4() {
+    let reporters = [0, 1, 3, 4, 5, 7, 8, 9];
+    let dir = swept_job(&reporters, &[&[1, 2, 3], &[5, 6, 7], &[9, 10, 11]]);
+    let doc = common::analyze_to_json(dir.path());
+    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([2, 6]));
+    for rank in [10, 11] {
+        assert_eq!(common::rank_row(&doc, rank)["state"], "killed");
+    }
 }
 
 /// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a

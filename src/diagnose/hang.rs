@@ -148,8 +148,8 @@ fn set_apart_cut_off(job: &Job, hang: &mut Hang) {
 /// is likelier where its silence stands out: on the host whose sweep came
 /// when most of its workers had already reported the timeout. An early
 /// sweep leaves many waiting ranks silent; a late one leaves only the rank
-/// that was not waiting. Returns the ranks to set apart: those on every
-/// other host, when one host's share of reporters is strictly the highest.
+/// that was not waiting. Returns the ranks to set apart: those on hosts
+/// whose share of reporters is below the highest.
 fn least_expected_silence(
     job: &Job,
     hang: &Hang,
@@ -168,17 +168,20 @@ fn least_expected_silence(
         }
     }
     // Compared as fractions reported / (reported + silent), cross-multiplied.
-    let share = |&(reported, silent): &(usize, usize)| (reported, reported + silent);
-    let mut shares: Vec<(&str, (usize, usize))> =
-        tally.iter().map(|(h, c)| (*h, share(c))).collect();
-    shares.sort_by(|a, b| (b.1.0 * a.1.1).cmp(&(a.1.0 * b.1.1)));
-    let best = match shares[..] {
-        [(host, (r1, n1)), (_, (r2, n2)), ..] if r1 * n2 > r2 * n1 => host,
-        _ => return BTreeSet::new(),
+    let shares: BTreeMap<&str, (usize, usize)> = tally
+        .iter()
+        .map(|(h, &(reported, silent))| (*h, (reported, reported + silent)))
+        .collect();
+    let below = |(r1, n1): (usize, usize), (r2, n2): (usize, usize)| r1 * n2 < r2 * n1;
+    let Some(&best) = shares
+        .values()
+        .reduce(|a, b| if below(*a, *b) { b } else { a })
+    else {
+        return BTreeSet::new();
     };
     stopped
         .iter()
-        .filter(|(rank, host)| cut.contains(rank) && host != best)
+        .filter(|(rank, host)| cut.contains(rank) && below(shares[host.as_str()], best))
         .map(|(rank, _)| *rank)
         .collect()
 }
