@@ -75,6 +75,12 @@ fn silent_workers_cut_off_alike_on_both_hosts_stay_suspects_torch_2_4() {
     let dir = swept_job(&[0, 1, 3, 4, 5, 7], &[&[1, 2, 3], &[5, 6, 7]]);
     let doc = common::analyze_to_json(dir.path());
     assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([2, 6]));
+    // Each suspect with its own host, not both "on" the first one's.
+    let summary = doc["verdict"]["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Rank 2 (node001), 6 (node002) never entered"),
+        "{summary}"
+    );
 }
 
 /// Three hosts: on node001 and node002 three of four workers had reported

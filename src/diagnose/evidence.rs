@@ -1,9 +1,9 @@
 //! Turning hypotheses into the verdict's causes, with their evidence lines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::grammar::template::{fill_template, fill_template_with};
-use crate::model::{EventIdx, EventKind, Origin, SourceLine};
+use crate::model::{EventIdx, EventKind, Job, Origin, SourceLine};
 
 use super::hang::Hang;
 use super::hypothesis::{Hypothesis, Support};
@@ -78,7 +78,7 @@ fn capped(text: &str) -> String {
 
 pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     let text = ctx.kb.cause(h.kind);
-    let values = template_values(h, hang);
+    let values = template_values(ctx.job, h, hang);
     let mut seen = std::collections::BTreeSet::new();
     let evidence = h
         .ranked_support()
@@ -102,7 +102,11 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     }
 }
 
-fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a str, String> {
+fn template_values<'a>(
+    job: &Job,
+    h: &'a Hypothesis,
+    hang: Option<&Hang>,
+) -> BTreeMap<&'a str, String> {
     let mut v: BTreeMap<&str, String> = BTreeMap::new();
     let mut put = |k: &'a str, val: Option<String>| {
         if let Some(val) = val {
@@ -114,18 +118,31 @@ fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a s
     put("port", h.port.map(|p| p.to_string()));
     put("gpu", h.gpu_bus_id.clone());
     put("peer_host", h.peer_host.clone());
-    put(
-        "ranks",
-        Some(
-            h.ranks
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-        )
-        .filter(|s| !s.is_empty()),
-    );
+    let host_of = |r: &u32| job.ranks.get(r).and_then(|i| i.host.as_deref());
+    let hosts: BTreeSet<Option<&str>> = h.ranks.iter().map(host_of).collect();
+    if let [Some(one)] = hosts.iter().copied().collect::<Vec<_>>()[..] {
+        put("ranks_host", Some(one.to_string()));
+    }
+    let ranks = match hosts.len() {
+        1 => h
+            .ranks
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => ranks_by_host(&h.ranks, host_of),
+    };
+    put("ranks", Some(ranks).filter(|s| !s.is_empty()));
     put("rank", h.ranks.iter().next().map(u32::to_string));
+    if let [rank] = h.ranks.iter().collect::<Vec<_>>()[..] {
+        put(
+            "pid",
+            job.ranks
+                .get(rank)
+                .and_then(|i| i.pid)
+                .map(|p| p.to_string()),
+        );
+    }
     if let Some(hang) = hang {
         put("op", hang.op.clone());
         put("seq", hang.seq.map(|s| s.to_string()));
@@ -135,6 +152,24 @@ fn template_values<'a>(h: &'a Hypothesis, hang: Option<&Hang>) -> BTreeMap<&'a s
         v.insert(k, val.clone());
     }
     v
+}
+
+/// `23 (gpu-032), 57, 59 (gpu-037)`: ranks on several hosts, each run of
+/// ranks on one host followed by its name, in rank order.
+fn ranks_by_host<'j>(ranks: &BTreeSet<u32>, host_of: impl Fn(&u32) -> Option<&'j str>) -> String {
+    let mut runs: Vec<(Option<&str>, Vec<String>)> = Vec::new();
+    for rank in ranks {
+        let host = host_of(rank);
+        match runs.last_mut() {
+            Some((h, list)) if *h == host => list.push(rank.to_string()),
+            _ => runs.push((host, vec![rank.to_string()])),
+        }
+    }
+    let run = |(host, list): &(Option<&str>, Vec<String>)| match host {
+        Some(host) => format!("{} ({host})", list.join(", ")),
+        None => list.join(", "),
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(", ")
 }
 
 /// The verdict's evidence: the cause's lines, then a few victims' timeouts.
@@ -170,4 +205,20 @@ pub fn verdict_evidence(
     }
     out.truncate(MAX_VERDICT_EVIDENCE);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_on_several_hosts_are_listed_host_by_host() {
+        let hosts = BTreeMap::from([(23, "gpu-032"), (57, "gpu-037"), (59, "gpu-037")]);
+        let host_of = |r: &u32| hosts.get(r).copied();
+        let ranks = BTreeSet::from([23, 57, 59, 70]);
+        assert_eq!(
+            ranks_by_host(&ranks, host_of),
+            "23 (gpu-032), 57, 59 (gpu-037), 70"
+        );
+    }
 }

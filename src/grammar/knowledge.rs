@@ -416,6 +416,7 @@ mod tests {
             "detail",
             "who",
             "remedy",
+            "pid",
         ];
         let all: BTreeMap<&str, String> = names.iter().map(|n| (*n, "X".to_string())).collect();
         let k = Knowledge::builtin().unwrap();

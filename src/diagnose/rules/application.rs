@@ -110,8 +110,6 @@ fn on_the_ranks(job: &crate::model::Job, h: &mut Hypothesis, ranks: &BTreeSet<u3
     let info = ranks.iter().next().and_then(|r| job.ranks.get(r));
     h.host = info.and_then(|i| i.host.clone());
     h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
-    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
-    h.value("rank", list.join(", "));
 }
 
 /// A cause that lies with one rank sits on its host and GPU.
