@@ -139,6 +139,31 @@ fn link_flap_shows_on_the_port_the_counters_and_the_peers() {
     }
 }
 
+/// NCCL starts an async-event thread for every IB device it finds, in
+/// every process: a port error shows in the NCCL output of every rank on
+/// the host, not only in that of the rank using the port.
+#[test]
+fn every_rank_on_the_host_prints_its_nics_async_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in 0..3 {
+        let dir = tmp.path().join(format!("j{seed}"));
+        let mut o = opts(Scenario::Fault(CauseKind::LinkFlap), 16, seed);
+        o.layout = Some(Layout::NcclFiles);
+        let truth = run(&o, &dir);
+        let host = culprit(&truth);
+        let files = tree(&dir);
+        let nccl_files: Vec<(&String, &Vec<u8>)> = files
+            .iter()
+            .filter(|(path, _)| path.starts_with(&format!("{host}/nccl.")))
+            .collect();
+        assert_eq!(nccl_files.len(), 8, "seed {seed}");
+        for (path, bytes) in nccl_files {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(text.contains("port error"), "seed {seed}: {path}");
+        }
+    }
+}
+
 #[test]
 fn gpu_fault_names_the_stuck_ranks_gpu_in_an_xid() {
     let tmp = tempfile::tempdir().unwrap();

@@ -260,9 +260,24 @@ fn abort_comms(c: &mut Ctx<'_>, out: &mut RankOut, t: Us) {
     c.comms = comms;
 }
 
+/// The host's NIC async events, as every process on it prints them; a rank
+/// whose own fate holds them (the culprit's) writes them with its fate.
+fn host_async_events(c: &mut Ctx<'_>, out: &mut RankOut, fate: &Fate) {
+    let own = matches!(fate, Fate::NcclError { warns, .. }
+        if warns.iter().any(|(_, w)| matches!(w, super::story::Warn::IbAsync { .. })));
+    let host = c.plan.rank(c.rank).host;
+    let Some(hs) = c.story.hosts.get(&host).filter(|_| !own) else {
+        return;
+    };
+    for (t, w) in &hs.ib_async {
+        c.nc.write_warn(out.nccl(), *t, w);
+    }
+}
+
 fn after(c: &mut Ctx<'_>, out: &mut RankOut) {
     let fate = c.story.fate(c.rank).clone();
     let delay = sched::abort_delay(c.plan, c.rank);
+    host_async_events(c, out, &fate);
     match fate {
         Fate::Finish => finish(c, out),
         Fate::Cancelled | Fate::Silent { .. } | Fate::Signal { .. } | Fate::InitBlocked => {}

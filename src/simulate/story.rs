@@ -123,6 +123,10 @@ pub struct HostStory {
     pub env: Vec<(String, String)>,
     /// NCCL uses sockets here instead of IB.
     pub sockets_only: bool,
+    /// IB async events of this host's NICs. Every process prints them:
+    /// ncclIbInit starts an event thread for every device it finds, used
+    /// by that rank or not.
+    pub ib_async: Vec<(Us, Warn)>,
 }
 
 /// How the job as a whole ended.

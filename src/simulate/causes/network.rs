@@ -93,6 +93,20 @@ fn culprit_errors(c: &mut Ctx<'_>, p: Place, events: &[(Us, &'static str)], from
     }
 }
 
+/// Every process on the culprit's host prints its NIC's async events, not
+/// only the rank that uses the NIC (one event thread per device found).
+fn heard_on_the_host(story: &mut Story, p: Place) {
+    let Some(Fate::NcclError { warns, .. }) = story.fates.get(&p.rank) else {
+        return;
+    };
+    let heard: Vec<(Us, Warn)> = warns
+        .iter()
+        .filter(|(_, w)| matches!(w, Warn::IbAsync { .. }))
+        .cloned()
+        .collect();
+    story.host_mut(p.host).ib_async.extend(heard);
+}
+
 /// Symbol errors and retransmissions a bad link leaves on its counters.
 fn link_error_counters(c: &mut Ctx<'_>, flaps: u64) -> Vec<(&'static str, u64)> {
     let r = &mut c.rng;
@@ -161,6 +175,7 @@ pub fn link_flap(c: &mut Ctx<'_>) -> Story {
     c.report_completions(&mut story, &senders, p.rank, 12, t_f);
     let fate = culprit_errors(c, p, &events, t_f);
     story.fates.insert(p.rank, fate);
+    heard_on_the_host(&mut story, p);
     let counters = link_error_counters(c, flaps);
     sender_counters(c, &mut story, &senders, 1);
     let hs = story.host_mut(p.host);
@@ -298,6 +313,7 @@ pub fn port_degraded(c: &mut Ctx<'_>) -> Story {
     c.report_completions(&mut story, &senders, p.rank, 12, t_f);
     let fate = culprit_errors(c, p, &[(t_f + 20 * MS, "port error")], t_f);
     story.fates.insert(p.rank, fate);
+    heard_on_the_host(&mut story, p);
     sender_counters(c, &mut story, &senders, 1);
     let state = if c.plan.fabric == Fabric::Roce && state.0 == "Initializing" {
         ("Down", "Polling")
@@ -361,6 +377,7 @@ pub fn hca_fault(c: &mut Ctx<'_>) -> Story {
     story
         .fates
         .insert(p.rank, Fate::NcclError { warns, result: 2 });
+    heard_on_the_host(&mut story, p);
     let hs = story.host_mut(p.host);
     hs.kernel.extend(kern);
     hs.counters
