@@ -48,7 +48,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let stuck_ranks: Vec<u32> = if healthy || status == Status::Degraded {
         Vec::new()
     } else {
-        select::stuck_ranks(job, &choice, hang.as_ref())
+        select::stuck_ranks(job, &choice, hang.as_ref(), &erroring)
     };
     // A cause placed on a host whose silent ranks the hang names: those
     // ranks are the cause's too (its summary names them).
@@ -156,7 +156,6 @@ fn ranks_with_errors(job: &Job) -> BTreeSet<u32> {
             matches!(
                 e.kind,
                 EventKind::IbCompletionError
-                    | EventKind::IbAsyncEvent
                     | EventKind::VerbsCallFailed
                     | EventKind::SocketError
                     | EventKind::BootstrapError

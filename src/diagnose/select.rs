@@ -89,6 +89,9 @@ pub fn explain(
                     owner.support.push(s);
                 }
                 owner.peer_host = owner.peer_host.take().or(gone.peer_host);
+                if owner.ranks.is_empty() {
+                    owner.ranks = gone.ranks;
+                }
             } else {
                 i += 1;
             }
@@ -373,19 +376,34 @@ fn init_completed(ctx: &Ctx<'_>) -> bool {
 /// The culprits: the chosen cause's ranks, else the ranks that fell behind.
 /// A cause placed on a host without its ranks: the ones there that never
 /// wrote a line are those the others waited for.
-pub fn stuck_ranks(job: &Job, choice: &Choice, hang: Option<&Hang>) -> Vec<u32> {
+///
+/// Without ranks of its own, a cause takes, in this order, the ranks shown
+/// behind, those on its host that reported an NCCL error (whose own traffic
+/// failed, while their siblings merely waited), the silent ones, and those
+/// on its host that left no log.
+pub fn stuck_ranks(
+    job: &Job,
+    choice: &Choice,
+    hang: Option<&Hang>,
+    erroring: &BTreeSet<u32>,
+) -> Vec<u32> {
     if !choice.best.ranks.is_empty() {
         return choice.best.ranks.iter().copied().collect();
     }
-    let Some(hang) = hang else { return Vec::new() };
+    let host = choice.best.host.as_deref().map(short_host_of);
+    let on_host = |r: &&u32| host.is_some() && job.short_host_of_rank(**r) == host.as_deref();
+    let errored_here = || erroring.iter().filter(on_host).take(8).copied();
+    let Some(hang) = hang else {
+        return errored_here().collect();
+    };
     let mut ranks: BTreeSet<u32> = hang.laggards.keys().copied().collect();
+    if ranks.is_empty() {
+        ranks.extend(errored_here());
+    }
     if ranks.is_empty() && hang.silent.len() <= 8 {
         ranks.extend(hang.silent.iter().copied());
     }
-    if ranks.is_empty()
-        && let Some(host) = choice.best.host.as_deref().map(short_host_of)
-    {
-        let on_host = |r: &&u32| job.short_host_of_rank(**r) == Some(&*host);
+    if ranks.is_empty() {
         ranks.extend(hang.no_logs.iter().filter(on_host).take(8));
     }
     ranks.into_iter().collect()

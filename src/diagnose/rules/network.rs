@@ -12,6 +12,7 @@ use std::net::Ipv6Addr;
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::diagnose::nic_use::NicUse;
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventIdx, EventKind, GidEntry, Job, SourceLine};
 
@@ -378,6 +379,7 @@ type Place = (Option<String>, Option<String>, Option<u32>, bool);
 
 fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
+    let mut usage: Option<NicUse> = None;
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::IbAsyncEvent) {
         let what = ev.text_field("event").unwrap_or("").to_ascii_lowercase();
         let fatal = ev.int("fatal") == Some(1)
@@ -395,6 +397,14 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         };
         let host = ev.who.host.as_deref().map(str::to_string);
         let device = ev.text_field("hca").map(str::to_string);
+        // Every process on a host prints an async event of every device it
+        // opened (ncclIbInit starts one event thread per device, used or
+        // not): the device's users are the ranks, not those that printed it.
+        let usage = usage.get_or_insert_with(|| NicUse::new(ctx.job));
+        let users = device
+            .as_deref()
+            .map(|d| usage.of(ev.who.host.as_deref(), d).ranks())
+            .unwrap_or_default();
         let port = ev.int("port").map(|p| p as u32);
         let h = by_place
             .entry((
@@ -411,7 +421,7 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 h.value("detail", format!("IB async event: {what}"));
                 h
             });
-        h.ranks.extend(ev.who.rank);
+        h.ranks.extend(users);
         if h.support.len() < 8 {
             h.support(
                 Source::Nccl,
