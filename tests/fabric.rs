@@ -805,6 +805,21 @@ fn counter_dumps_alone_tie_a_lossy_port_to_its_likely_rank() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([7]), "{v:#}");
 }
 
+/// `text` as each of node002's ranks (4–7 of `slurm_log`) prints it, from
+/// its async-event thread.
+fn on_node002(text: &str) -> String {
+    (4..8u32)
+        .map(|r| {
+            format!(
+                "{r}: node002:{}:{} [{}] {text}\n",
+                1000 + r,
+                2100 + r,
+                r % 4
+            )
+        })
+        .collect()
+}
+
 /// Every process prints the async events of every NIC on its host (NCCL
 /// starts an event thread per device it finds, used or not). Before 2.20
 /// the line names no device, so the ranks that printed it are not the
@@ -813,14 +828,9 @@ fn counter_dumps_alone_tie_a_lossy_port_to_its_likely_rank() {
 fn an_async_event_every_rank_of_a_host_printed_blames_none_of_them_nccl_2_18() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = slurm_log().replace("2.20.5", "2.18.3");
-    for r in 4..8 {
-        log.push_str(&format!(
-            "{r}: node002:{}:{} [{}] transport/net_ib.cc:86 NCCL WARN NET/IB : Got async event : port error\n",
-            1000 + r,
-            2100 + r,
-            r % 4
-        ));
-    }
+    log.push_str(&on_node002(
+        "transport/net_ib.cc:86 NCCL WARN NET/IB : Got async event : port error",
+    ));
     log.push_str("6: node002:1006:2206 [2] transport/net_ib.cc:1418 NCCL WARN NET/IB : Got completion from peer 10.3.0.11<57751> with error 12, opcode 0, len 0, vendor err 129 (Send)\n");
     write(dir.path(), "slurm-48213.out", &log);
     let doc = common::analyze_to_json(dir.path());
@@ -835,14 +845,9 @@ fn an_async_event_every_rank_of_a_host_printed_blames_none_of_them_nccl_2_18() {
 fn an_async_event_every_rank_printed_is_placed_on_its_devices_users_nccl_2_20() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = slurm_log();
-    for r in 4..8 {
-        log.push_str(&format!(
-            "{r}: node002:{}:{} [{}] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_1:1 Got async event : port error\n",
-            1000 + r,
-            2100 + r,
-            r % 4
-        ));
-    }
+    log.push_str(&on_node002(
+        "transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_1:1 Got async event : port error",
+    ));
     write(dir.path(), "slurm-48213.out", &log);
     let doc = common::analyze_to_json(dir.path());
     let v = &doc["verdict"];
