@@ -89,9 +89,6 @@ pub fn explain(
                     owner.support.push(s);
                 }
                 owner.peer_host = owner.peer_host.take().or(gone.peer_host);
-                if owner.ranks.is_empty() {
-                    owner.ranks = gone.ranks;
-                }
             } else {
                 i += 1;
             }
