@@ -370,28 +370,14 @@ mod tests {
         assert_eq!(pinned("2.8").as_deref(), Some("2.27.3"));
         // A stamped deprecation warning is 2.4 or later; `../torch/csrc`
         // is 2.5 or earlier.
-        let by_id = |id: &str| releases.torch.iter().find(|m| m.id == id).unwrap();
-        let v = |s: &str| NcclVersion::parse(s).unwrap();
-        assert!(
-            by_id("deprecation_warning_with_time")
-                .releases
-                .contains(&v("2.4.0"))
-        );
-        assert!(
-            !by_id("deprecation_warning_with_time")
-                .releases
-                .contains(&v("2.3.0"))
-        );
-        assert!(
-            by_id("error_report_relative_source")
-                .releases
-                .contains(&v("2.5.0"))
-        );
-        assert!(
-            !by_id("error_report_relative_source")
-                .releases
-                .contains(&v("2.6.0"))
-        );
+        let dates = |id: &str, torch: &str| {
+            let mark = releases.torch.iter().find(|m| m.id == id).unwrap();
+            mark.releases.contains(&NcclVersion::parse(torch).unwrap())
+        };
+        assert!(dates("deprecation_warning_with_time", "2.4.0"));
+        assert!(!dates("deprecation_warning_with_time", "2.3.0"));
+        assert!(dates("error_report_relative_source", "2.5.0"));
+        assert!(!dates("error_report_relative_source", "2.6.0"));
     }
 
     #[test]
