@@ -117,11 +117,7 @@ impl Grammar {
         let mut specs = Vec::new();
         for (file, text) in files {
             let builtin = super::BUILTIN.iter().any(|(n, t)| n == file && t == text);
-            let parsed: GrammarFile =
-                toml::from_str(text).map_err(|source| GrammarError::Toml {
-                    file: file.clone(),
-                    source,
-                })?;
+            let parsed: GrammarFile = super::read_toml(file, text)?;
             let source: Arc<str> = parsed.source.as_str().into();
             specs.extend(
                 parsed

@@ -103,10 +103,7 @@ impl CounterKnowledge {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<CounterKnowledge, GrammarError> {
-        let raw: CountersFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
-            file: file.into(),
-            source,
-        })?;
+        let raw: CountersFile = super::read_toml(file, text)?;
         let mut k = CounterKnowledge::default();
         for spec in raw.counter {
             let idx = k.entries.len();

@@ -187,10 +187,7 @@ impl Knowledge {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Knowledge, GrammarError> {
-        let raw: KnowledgeFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
-            file: file.into(),
-            source,
-        })?;
+        let raw: KnowledgeFile = super::read_toml(file, text)?;
         let mut causes = BTreeMap::new();
         for c in raw.cause {
             let kind = CauseKind::from_name(&c.kind).ok_or_else(|| GrammarError::Pattern {

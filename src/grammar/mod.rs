@@ -64,6 +64,17 @@ pub enum GrammarError {
     Prefilter(#[source] aho_corasick::BuildError),
 }
 
+/// Reads one grammar or knowledge file's TOML into its spec type.
+pub(crate) fn read_toml<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<T, GrammarError> {
+    toml::from_str(text).map_err(|source| GrammarError::Toml {
+        file: file.into(),
+        source,
+    })
+}
+
 /// Reads user grammar files from disk, to be compiled with the built-in ones.
 pub fn read_user_grammars(paths: &[PathBuf]) -> Result<Vec<(String, String)>, GrammarError> {
     paths

@@ -103,10 +103,7 @@ impl NcclBugs {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<NcclBugs, GrammarError> {
-        let raw: BugsFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
-            file: file.into(),
-            source,
-        })?;
+        let raw: BugsFile = super::read_toml(file, text)?;
         let mut ids = BTreeSet::new();
         let mut bugs = Vec::with_capacity(raw.bugs.len());
         for spec in raw.bugs {

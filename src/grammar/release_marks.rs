@@ -165,10 +165,7 @@ pub fn builtin() -> Result<&'static Releases, &'static str> {
 }
 
 pub fn parse(file: &str, text: &str) -> Result<Releases, GrammarError> {
-    let raw: MarksFile = toml::from_str(text).map_err(|source| GrammarError::Toml {
-        file: file.into(),
-        source,
-    })?;
+    let raw: MarksFile = super::read_toml(file, text)?;
     let mut ids = BTreeSet::new();
     let bad = |id: &str, reason: String| GrammarError::Pattern {
         file: file.into(),
