@@ -130,6 +130,31 @@ impl CounterStore {
         self.names.get(id as usize).cloned().unwrap_or_default()
     }
 
+    /// Puts the readings of each file of `named` on its host, where the
+    /// reading's own host is missing or not one `is_job_host` accepts.
+    pub fn place_on_hosts(
+        &mut self,
+        named: &FxHashMap<FileId, Sym>,
+        is_job_host: impl Fn(&str) -> bool,
+    ) {
+        let ids: FxHashMap<FileId, NameId> = named
+            .iter()
+            .map(|(&file, host)| (file, self.intern_sym(host.clone())))
+            .collect();
+        let names = &self.names;
+        let settled = |r: &StoredReading| {
+            r.host()
+                .is_some_and(|h| names.get(h as usize).is_some_and(|n| is_job_host(n)))
+        };
+        for r in &mut self.readings {
+            if let Some(&host) = ids.get(&r.file)
+                && !settled(r)
+            {
+                r.host = host;
+            }
+        }
+    }
+
     pub fn host_of(&self, r: &StoredReading) -> Option<&str> {
         r.host().map(|h| self.name(h))
     }

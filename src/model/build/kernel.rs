@@ -76,23 +76,8 @@ fn event_hosts(job: &Job) -> BTreeMap<EventIdx, Option<String>> {
 
 /// The longest job host whose name stands as a token in the file's name.
 fn host_in_file_name(job: &Job, file: crate::model::FileId) -> Option<String> {
-    let path = job.file_path(file);
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let bounded = |at: usize, len: usize| {
-        let before = name[..at].chars().next_back();
-        let after = name[at + len..].chars().next();
-        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
-        edge(before) && edge(after)
-    };
-    job.hosts
-        .keys()
-        .filter(|h| !h.is_empty())
-        .filter(|h| {
-            name.match_indices(h.as_str())
-                .any(|(at, _)| bounded(at, h.len()))
-        })
-        .max_by_key(|h| h.len())
-        .cloned()
+    let hosts = job.hosts.keys().map(String::as_str);
+    super::file_hosts::host_token_in_name(job.file_path(file), hosts).map(str::to_string)
 }
 
 /// Multi-line NVRM messages name the GPU on their first line only: a

@@ -8,6 +8,7 @@ mod blocks;
 mod collectives;
 mod counters;
 mod deaths;
+mod file_hosts;
 mod flight;
 mod identity;
 mod inits;
@@ -44,20 +45,34 @@ pub fn build(
     job.flight = tables.flight;
     flight::synthesize(&mut job);
     job.index_kinds();
-    // The counters and the distinct links need nothing the ranks are
-    // resolved from: all are built at once (the first two each about a
-    // third of a second at 16k ranks).
     let clues = counters::FileClues::of(&job.files);
-    let ports = std::mem::take(&mut job.ports);
-    let ((counted, distinct), inits) = rayon::join(
-        || {
-            rayon::join(
-                || counters::collect(&clues, &ports, tables.counters),
-                || network::distinct_links(&links),
-            )
-        },
-        || identity::resolve(&mut job),
-    );
+    let mut ports = std::mem::take(&mut job.ports);
+    let mut store = tables.counters;
+    let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &store);
+    let ((counted, distinct), inits) = if unplaced.is_empty() {
+        // The counters and the distinct links need nothing the ranks are
+        // resolved from: all are built at once (the first two each about a
+        // third of a second at 16k ranks).
+        rayon::join(
+            || {
+                rayon::join(
+                    || counters::collect(&clues, &ports, store),
+                    || network::distinct_links(&links),
+                )
+            },
+            || identity::resolve(&mut job),
+        )
+    } else {
+        // Dumps that only their file's name places wait for the ranks,
+        // whose hosts are the names to look for.
+        let inits = identity::resolve(&mut job);
+        file_hosts::adopt(&mut job, &unplaced, &mut ports, &mut store);
+        let built = rayon::join(
+            || counters::collect(&clues, &ports, store),
+            || network::distinct_links(&links),
+        );
+        (built, inits)
+    };
     job.ports = ports;
     counted.store_in(&mut job);
     network::collect(&mut job, &links, distinct);

@@ -19,7 +19,9 @@ use super::TableParse;
 use super::common::{CounterAt, Line, TableCtx, UNKNOWN_DEVICE, parse_u64};
 
 static NETDEV_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:eth\d+|en(?:p\d+s\d+|s\d+|o\d+|x[0-9a-f]{12})(?:f\d+)?(?:np\d+)?(?:v\d+)?|ib\d+|bond\d+)\b")
+    // Bounded by anything but a letter or digit: `_` joins words in file
+    // names (`ethtool-S-enp26s0np0_node005_after.txt`).
+    Regex::new(r"(?:^|[^A-Za-z0-9])(?P<d>eth\d+|en(?:p\d+s\d+|s\d+|o\d+|x[0-9a-f]{12})(?:f\d+)?(?:np\d+)?(?:v\d+)?|ib\d+|bond\d+)(?:[^A-Za-z0-9]|$)")
         .unwrap()
 });
 
@@ -28,9 +30,9 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
     let mut device = netdev_in_command(lines)
         .or_else(|| {
             NETDEV_IN_PATH
-                .find_iter(&ctx.path)
+                .captures_iter(&ctx.path)
                 .last()
-                .map(|m| m.as_str().to_string())
+                .map(|c| c["d"].to_string())
         })
         .or_else(|| ctx.device_in_path())
         .unwrap_or_else(|| UNKNOWN_DEVICE.to_string());
@@ -119,6 +121,17 @@ mod tests {
             .unwrap();
         assert_eq!(p.value, 555665182);
         assert_eq!(p.device, "?");
+    }
+
+    #[test]
+    fn a_netdev_joined_to_other_words_by_underscores_is_read_from_the_name() {
+        let text = "NIC statistics:\n     rx_prio3_pause: 17\n";
+        let t = parse_text(
+            TableKind::EthtoolStats,
+            "ethtool-S-enp26s0np0_node005_after.txt",
+            text,
+        );
+        assert_eq!(counters(&t)[0].device, "enp26s0np0");
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! Hosts that only a file's name spells.
+//!
+//! Collection scripts often write every host's dumps into one folder,
+//! naming each file after its host: `node005-perfquery-after.txt`,
+//! `ibstat_h100-r00-n027.txt`, `after_sysfs-counters.gpu-018.txt`. Which
+//! word of such a name is the host cannot be told from the name alone
+//! (`h100-r00-n027-ethtool-S-enp26s0np0` splits many ways), but the job's
+//! logs name its hosts: the longest of them that stands as a token in the
+//! name is the file's host. It decides a table row only where the row
+//! has no host of the job's own: a folder per host, or a shell prompt in
+//! the capture, name one more surely.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::short_host;
+use crate::model::counter_store::CounterStore;
+use crate::model::{FileId, FileInfo, GidEntry, Job, Origin, PortSnapshot, Sym};
+
+/// The files of counter, port or GID rows that no folder places on a host.
+pub(super) fn unplaced(
+    files: &[FileInfo],
+    ports: &[PortSnapshot],
+    gids: &[GidEntry],
+    counters: &CounterStore,
+) -> Vec<FileId> {
+    let snapshots = ports.iter().filter_map(|p| p.origin);
+    let gid_rows = gids.iter().filter_map(|g| g.origin);
+    let mut with_rows: FxHashSet<FileId> = snapshots.chain(gid_rows).map(|o| o.file).collect();
+    with_rows.extend(counters.readings.iter().map(|r| r.file));
+    files
+        .iter()
+        .filter(|f| f.hints.host.is_none() && with_rows.contains(&f.id))
+        .map(|f| f.id)
+        .collect()
+}
+
+/// Gives the rows of each `unplaced` file that have no host of the job's
+/// own the job host its file's name spells. Runs once the ranks are known.
+pub(super) fn adopt(
+    job: &mut Job,
+    unplaced: &[FileId],
+    ports: &mut [PortSnapshot],
+    counters: &mut CounterStore,
+) {
+    let known = job_hosts(job);
+    let unplaced: FxHashSet<FileId> = unplaced.iter().copied().collect();
+    let mut named: FxHashMap<FileId, Sym> = FxHashMap::default();
+    for file in job.files.iter_mut().filter(|f| unplaced.contains(&f.id)) {
+        if let Some(host) = host_token_in_name(&file.path, known.iter().map(String::as_str)) {
+            named.insert(file.id, Sym::new(host));
+            file.hints.host = Some(host.to_string());
+        }
+    }
+    if named.is_empty() {
+        return;
+    }
+    let is_job_host = |h: &str| known.contains(short_host(h));
+    counters.place_on_hosts(&named, is_job_host);
+    let host_for = |origin: Option<Origin>, own: &Option<String>| {
+        let host = named.get(&origin?.file)?;
+        let settled = own.as_deref().is_some_and(is_job_host);
+        (!settled).then(|| host.as_str().to_string())
+    };
+    for p in ports.iter_mut() {
+        if let Some(h) = host_for(p.origin, &p.host) {
+            p.host = Some(h);
+        }
+    }
+    for g in &mut job.gids {
+        if let Some(h) = host_for(g.origin, &g.host) {
+            g.host = Some(h);
+        }
+    }
+}
+
+/// The short names of the hosts the job's ranks, lines and folders name.
+fn job_hosts(job: &Job) -> FxHashSet<String> {
+    let ranks = job.ranks.values().filter_map(|r| r.host.as_deref());
+    let folders = job.files.iter().filter_map(|f| f.hints.host.as_deref());
+    let mut known: FxHashSet<String> = ranks
+        .chain(folders)
+        .map(|h| short_host(h).to_string())
+        .collect();
+    // The events of one writer share one copy of its host: look each
+    // copy up once, not once per line.
+    let mut last: Option<*const u8> = None;
+    for host in job.events.iter().filter_map(|e| e.who.host.as_ref()) {
+        let at = host.as_str().as_ptr();
+        if last != Some(at) {
+            last = Some(at);
+            known.insert(short_host(host.as_str()).to_string());
+        }
+    }
+    known.retain(|h| !h.is_empty());
+    known
+}
+
+/// The longest of `hosts` that stands as a token (bounded by anything but a
+/// letter or digit) in the last part of `path`.
+pub(super) fn host_token_in_name<'h>(
+    path: &str,
+    hosts: impl Iterator<Item = &'h str>,
+) -> Option<&'h str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
+    let bounded = |at: usize, len: usize| {
+        edge(name[..at].chars().next_back()) && edge(name[at + len..].chars().next())
+    };
+    hosts
+        .filter(|h| !h.is_empty())
+        .filter(|h| name.match_indices(h).any(|(at, _)| bounded(at, h.len())))
+        .max_by(|a, b| a.len().cmp(&b.len()).then_with(|| b.cmp(a)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOSTS: [&str; 4] = ["gpu-1", "gpu-13", "h100-r00-n027", "node005"];
+
+    fn host_of(path: &str) -> Option<&'static str> {
+        host_token_in_name(path, HOSTS.iter().copied())
+    }
+
+    #[test]
+    fn a_host_stands_between_any_separators() {
+        assert_eq!(host_of("x/node005-perfquery-after.txt"), Some("node005"));
+        assert_eq!(host_of("ibstat_h100-r00-n027.txt"), Some("h100-r00-n027"));
+        assert_eq!(
+            host_of("after_sysfs-counters.h100-r00-n027.txt"),
+            Some("h100-r00-n027")
+        );
+        assert_eq!(
+            host_of("gpu-13-ethtool-S-enp26s0np0-before.txt"),
+            Some("gpu-13")
+        );
+    }
+
+    #[test]
+    fn a_host_inside_a_longer_word_is_not_named() {
+        assert_eq!(host_of("gpu-134-ibstat.txt"), None);
+        assert_eq!(host_of("node0055.txt"), None);
+        assert_eq!(
+            host_of("node005/ibstat.txt"),
+            None,
+            "folders are hints already"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! Dumps collected into one folder, each file named after its host
+//! (`node005-ibstat.txt`, `perfquery_node005_after.txt`, …): the host a
+//! counter, port or GID row belongs to comes from the job host its file's
+//! name spells, whichever way the collection script joined the words.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+use ncclpm::model::CauseKind;
+use ncclpm::simulate::{self, Layout, Profile, Scenario, SimOptions};
+
+mod common;
+
+/// Where a collection script puts the host in a dump's name in a shared folder.
+#[derive(Clone, Copy, Debug)]
+enum HostIn {
+    /// `h100-r00-n016-perfquery-after.txt`
+    First,
+    /// `after_perfquery.h100-r00-n016.txt`
+    AfterDot,
+    /// `perfquery_h100-r00-n016_after.txt`
+    BetweenUnderscores,
+}
+
+fn flat_name(naming: HostIn, host: &str, phase: Option<&str>, file: &str) -> String {
+    let (stem, ext) = file.rsplit_once('.').unwrap_or((file, "txt"));
+    match (naming, phase) {
+        (HostIn::First, Some(p)) => format!("{host}-{stem}-{p}.{ext}"),
+        (HostIn::First, None) => format!("{host}-{stem}.{ext}"),
+        (HostIn::AfterDot, Some(p)) => format!("{p}_{stem}.{host}.{ext}"),
+        (HostIn::AfterDot, None) => format!("{stem}.{host}.{ext}"),
+        (HostIn::BetweenUnderscores, Some(p)) => format!("{stem}_{host}_{p}.{ext}"),
+        (HostIn::BetweenUnderscores, None) => format!("{stem}_{host}.{ext}"),
+    }
+}
+
+/// Simulates a job whose logs sit in one Slurm output and whose system
+/// dumps sit in `<host>/…`, then moves every dump into `sys/`.
+fn flat_job(scenario: Scenario, seed: u64, naming: HostIn, dir: &Path) -> Value {
+    let opts = SimOptions {
+        scenario,
+        ranks: 16,
+        seed,
+        layout: Some(Layout::Slurm),
+        nccl_version: None,
+        torch_version: None,
+        profile: Profile::Small,
+    };
+    let done = simulate::simulate(&opts, dir).unwrap();
+    let truth = serde_json::to_value(&done.truth).unwrap();
+    assert_eq!(
+        truth["sources"]["counters"], true,
+        "this seed writes counters"
+    );
+    assert_eq!(truth["sources"]["snapshots"], true, "and snapshots");
+    let flat = dir.join("sys");
+    fs::create_dir_all(&flat).unwrap();
+    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if !host.is_dir() || host == flat {
+            continue;
+        }
+        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+        move_dumps(&host, &name, None, naming, &flat);
+        fs::remove_dir_all(&host).unwrap();
+    }
+    truth
+}
+
+fn move_dumps(dir: &Path, host: &str, phase: Option<&str>, naming: HostIn, flat: &Path) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if path.is_dir() {
+            let named = matches!(file.as_str(), "before" | "after").then_some(file.as_str());
+            move_dumps(&path, host, named.or(phase), naming, flat);
+        } else {
+            fs::rename(&path, flat.join(flat_name(naming, host, phase, &file))).unwrap();
+        }
+    }
+}
+
+fn assert_cause_placed(scenario: Scenario, seed: u64) {
+    for naming in [HostIn::First, HostIn::AfterDot, HostIn::BetweenUnderscores] {
+        let tmp = tempfile::tempdir().unwrap();
+        let truth = flat_job(scenario, seed, naming, tmp.path());
+        let report = common::analyze_to_json(tmp.path());
+        let (want, got) = (&truth["cause"], &report["verdict"]["cause"]);
+        for field in ["kind", "host", "device", "port"] {
+            assert_eq!(got[field], want[field], "{naming:?} {field}: {got}");
+        }
+        assert_eq!(
+            report["verdict"]["stuck_ranks"], truth["stuck_ranks"],
+            "{naming:?}"
+        );
+        let placed = report["counters"].as_array().unwrap();
+        assert!(
+            placed.iter().all(|c| c["host"].is_string()),
+            "{naming:?}: every counter delta has its host"
+        );
+    }
+}
+
+#[test]
+fn congestion_counters_named_by_their_files_find_their_host() {
+    assert_cause_placed(Scenario::Fault(CauseKind::Congestion), 4);
+}
+
+#[test]
+fn an_mtu_mismatch_in_a_snapshot_named_by_its_file_finds_its_host() {
+    assert_cause_placed(Scenario::Fault(CauseKind::MtuMismatch), 5);
+}
