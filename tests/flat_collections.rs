@@ -2,6 +2,8 @@
 //! (`node005-ibstat.txt`, `perfquery_node005_after.txt`, …): the host a
 //! counter, port or GID row belongs to comes from the job host its file's
 //! name spells, whichever way the collection script joined the words.
+//! Dumps shown together by `tail -n +1` (`==> before/… <==` over each) are
+//! read as the files their headers name.
 
 use std::fs;
 use std::path::Path;
@@ -36,9 +38,25 @@ fn flat_name(naming: HostIn, host: &str, phase: Option<&str>, file: &str) -> Str
     }
 }
 
-/// Simulates a job whose logs sit in one Slurm output and whose system
-/// dumps sit in `<host>/…`, then moves every dump into `sys/`.
+/// Simulates a [`slurm_job`], then moves every dump into `sys/`.
 fn flat_job(scenario: Scenario, seed: u64, naming: HostIn, dir: &Path) -> Value {
+    let truth = slurm_job(scenario, seed, dir);
+    let flat = dir.join("sys");
+    fs::create_dir_all(&flat).unwrap();
+    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if !host.is_dir() || host == flat {
+            continue;
+        }
+        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+        move_dumps(&host, &name, None, naming, &flat);
+        fs::remove_dir_all(&host).unwrap();
+    }
+    truth
+}
+
+/// A 16-rank job whose logs sit in one Slurm output and whose system
+/// dumps sit in `<host>/…`.
+fn slurm_job(scenario: Scenario, seed: u64, dir: &Path) -> Value {
     let opts = SimOptions {
         scenario,
         ranks: 16,
@@ -55,16 +73,6 @@ fn flat_job(scenario: Scenario, seed: u64, naming: HostIn, dir: &Path) -> Value 
         "this seed writes counters"
     );
     assert_eq!(truth["sources"]["snapshots"], true, "and snapshots");
-    let flat = dir.join("sys");
-    fs::create_dir_all(&flat).unwrap();
-    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
-        if !host.is_dir() || host == flat {
-            continue;
-        }
-        let name = host.file_name().unwrap().to_str().unwrap().to_string();
-        move_dumps(&host, &name, None, naming, &flat);
-        fs::remove_dir_all(&host).unwrap();
-    }
     truth
 }
 
@@ -110,4 +118,48 @@ fn congestion_counters_named_by_their_files_find_their_host() {
 #[test]
 fn an_mtu_mismatch_in_a_snapshot_named_by_its_file_finds_its_host() {
     assert_cause_placed(Scenario::Fault(CauseKind::MtuMismatch), 5);
+}
+
+/// What `cd <host>/counters && tail -n +1 before/* after/*` prints.
+fn tail_capture(counters: &Path) -> String {
+    let mut out = String::new();
+    for phase in ["before", "after"] {
+        let mut files: Vec<_> = fs::read_dir(counters.join(phase))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            out.push_str(&format!("==> {phase}/{name} <==\n"));
+            out.push_str(&fs::read_to_string(&f).unwrap());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn counters_shown_together_by_tail_keep_each_dump_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = slurm_job(Scenario::Fault(CauseKind::Congestion), 4, tmp.path());
+    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
+        let counters = host.join("counters");
+        if counters.is_dir() {
+            fs::write(host.join("counters.txt"), tail_capture(&counters)).unwrap();
+            fs::remove_dir_all(&counters).unwrap();
+        }
+    }
+    let report = common::analyze_to_json(tmp.path());
+    let (want, got) = (&truth["cause"], &report["verdict"]["cause"]);
+    for field in ["kind", "host", "device", "port"] {
+        assert_eq!(got[field], want[field], "{field}: {got}");
+    }
+    let cited = report["counters"].as_array().unwrap();
+    assert!(!cited.is_empty());
+    assert!(
+        cited
+            .iter()
+            .all(|c| c["file"].as_str().unwrap().ends_with("/counters.txt"))
+    );
 }

@@ -74,10 +74,49 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
     if lines.is_empty() {
         return None;
     }
+    if let Some(section) = first_section(lines) {
+        return section_kind(section);
+    }
     if let Some(kind) = with_header(lines) {
         return Some(kind);
     }
     without_header(lines)
+}
+
+/// `==> PATH <==`: the header `head` and `tail` print over each file they
+/// show when shown several; the path it names.
+pub fn section_header(line: &str) -> Option<&str> {
+    let path = line.trim().strip_prefix("==> ")?.strip_suffix(" <==")?;
+    (!path.is_empty()).then_some(path)
+}
+
+/// The lines of a capture's first `==> PATH <==` section, its header
+/// included, where one opens the capture.
+fn first_section<'l, 'a>(lines: &'l [Cow<'a, str>]) -> Option<&'l [Cow<'a, str>]> {
+    let at = lines
+        .iter()
+        .take(HEADER_WITHIN)
+        .position(|l| section_header(l).is_some())?;
+    let len = lines[at + 1..]
+        .iter()
+        .position(|l| section_header(l).is_some())
+        .unwrap_or(lines.len() - at - 1);
+    Some(&lines[at..at + 1 + len])
+}
+
+/// A section is read as the file its header names; a sysfs counter file
+/// holds only its value.
+fn section_kind(section: &[Cow<'_, str>]) -> Option<TableKind> {
+    let (header, body) = section.split_first()?;
+    let path = section_header(header)?;
+    let one_value = body.len() == 1 && !body[0].trim().contains(char::is_whitespace);
+    if one_value && path.contains("/ports/") && path.contains("counters/") {
+        return Some(TableKind::SysfsCounters);
+    }
+    if body.is_empty() {
+        return None;
+    }
+    with_header(body).or_else(|| without_header(body))
 }
 
 /// The bytes of the first `n` lines (only those are decoded and looked at).

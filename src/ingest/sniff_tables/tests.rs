@@ -172,3 +172,13 @@ fn corpus_files_sniff_as_their_kind() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[test]
+fn head_and_tail_captures_of_many_files_sniff_as_their_first_section() {
+    let ethtool = "==> node005/before/ethtool-S-enp26s0np0.txt <==\nNIC statistics:\n     rx_prio3_pause: 17\n     tx_prio3_pause: 4\n\n==> node005/before/ethtool-S-enp44s0np0.txt <==\nNIC statistics:\n     rx_prio3_pause: 9\n";
+    assert_eq!(kind(ethtool), Some(TableKind::EthtoolStats));
+    let sysfs = "==> /sys/class/infiniband/mlx5_0/ports/1/counters/link_downed <==\n0\n\n==> /sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error <==\n12\n";
+    assert_eq!(kind(sysfs), Some(TableKind::SysfsCounters));
+    let logs = "==> rank0.log <==\nnode001:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nnode001:1234:1234 [0] NCCL INFO NET/Plugin: No plugin found\n";
+    assert_eq!(kind(logs), None, "a tail of logs stays a log");
+}

@@ -102,6 +102,27 @@ impl TableCtx {
         }
     }
 
+    /// The context of one section of a capture of many (`==> PATH <==`):
+    /// its device and phase come from `path`; its host from the folder the
+    /// path names, else from the file.
+    pub fn section(
+        file: &InputFile,
+        lines: &[Line<'_>],
+        path: &str,
+        path_host: Option<String>,
+    ) -> TableCtx {
+        let mut ctx = TableCtx::new(file, lines);
+        let named = path_host.or_else(|| host_in_file_name(path));
+        if file.hints.host.is_none()
+            && let Some(host) = named
+        {
+            ctx.host = Some(short_host_of(&host));
+            ctx.host_sym = ctx.host.as_deref().map(Sym::new);
+        }
+        ctx.path = path.to_string();
+        ctx
+    }
+
     pub fn origin(&self, line: &Line<'_>) -> Origin {
         Origin {
             file: self.file,

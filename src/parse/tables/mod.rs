@@ -13,6 +13,7 @@ mod ibv_devinfo;
 mod mlxlink;
 mod perfquery;
 mod rdma_stat;
+mod sections;
 mod show_gids;
 mod sysfs;
 mod widths;
@@ -39,13 +40,32 @@ pub struct TableParse {
 
 /// Parses a whole table file of a known kind.
 pub fn parse_table(kind: TableKind, data: &[u8], file: &InputFile) -> TableParse {
-    let parse = match kind {
+    match kind {
         TableKind::FlightRecorderPickle => {
             return flight_dump(flight_recorder::from_pickle(data), file);
         }
         TableKind::FlightRecorderJson => {
             return flight_dump(flight_recorder::from_json(data), file);
         }
+        _ => {}
+    }
+    let lines = common::lines(data);
+    let mut out = sections::parse(kind, file, &lines, parse_kind).unwrap_or_else(|| {
+        let ctx = TableCtx::new(file, &lines);
+        parse_kind(kind, &ctx, &lines)
+    });
+    if out.records.is_empty() && out.error.is_none() {
+        out.error = Some(format!(
+            "looks like {kind:?} output but holds nothing it could read ({} lines not understood)",
+            out.unparsed
+        ));
+    }
+    out
+}
+
+/// Reads text lines of a kind (Flight Recorder dumps are not text: none).
+fn parse_kind(kind: TableKind, ctx: &TableCtx, lines: &[common::Line<'_>]) -> TableParse {
+    let parse = match kind {
         TableKind::SysfsCounters => sysfs::parse,
         TableKind::Perfquery => perfquery::parse,
         TableKind::EthtoolStats => ethtool::parse,
@@ -55,17 +75,11 @@ pub fn parse_table(kind: TableKind, data: &[u8], file: &InputFile) -> TableParse
         TableKind::IbvDevinfo => ibv_devinfo::parse,
         TableKind::ShowGids => show_gids::parse,
         TableKind::Mlxlink => mlxlink::parse,
+        TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
+            return TableParse::default();
+        }
     };
-    let lines = common::lines(data);
-    let ctx = TableCtx::new(file, &lines);
-    let mut out = parse(&ctx, &lines);
-    if out.records.is_empty() && out.error.is_none() {
-        out.error = Some(format!(
-            "looks like {kind:?} output but holds nothing it could read ({} lines not understood)",
-            out.unparsed
-        ));
-    }
-    out
+    parse(ctx, lines)
 }
 
 #[cfg(test)]
