@@ -638,6 +638,38 @@ fn a_failing_rank_without_nic_lines_is_placed_on_its_gpus_likely_nic() {
     );
 }
 
+/// NCCL 2.26 prints both ends' GIDs on a queue pair that cannot reach RTR.
+/// Three ranks on three hosts report; no channel line says who talks to
+/// whom (NCCL_DEBUG=WARN). 10.201.0.8, node003's mlx5_0, is an end of every
+/// failure: that NIC is the bad end, the other two are its victims.
+#[test]
+fn the_address_every_failed_queue_pair_names_is_the_bad_nic_nccl_2_26() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.26.2+cuda12.8\n");
+    let fail = |task: u32, host: &str, dev: u32, local: &str, remote: &str| {
+        format!(
+            "{task}: {host}:38423{task}:38424{task} [{dev}] misc/ibvwrap.cc:317 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_{dev}:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:{local}, remote GID ::ffff:{remote}\n"
+        )
+    };
+    log.push_str(&fail(0, "node001", 0, "10.201.0.4", "10.201.0.8"));
+    log.push_str(&fail(3, "node002", 1, "10.202.0.7", "10.201.0.8"));
+    log.push_str(&fail(4, "node003", 0, "10.201.0.8", "10.202.0.1"));
+    for (host, tasks) in [("node001", "0-1"), ("node002", "2-3"), ("node003", "4-5")] {
+        log.push_str(&format!(
+            "srun: error: {host}: tasks {tasks}: Exited with exit code 1\n"
+        ));
+    }
+    write(dir.path(), "slurm-48218.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    let cause = &v["cause"];
+    assert_eq!(cause["kind"], "cross_rail", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_0", "{cause:#}");
+    assert_eq!(cause["port"], 1, "{cause:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([4]), "{v:#}");
+}
+
 /// `ibv_devinfo` (rdma-core 28+) of a RoCE host with two HCAs; `mtu0` is
 /// mlx5_0's active MTU.
 fn ibv_devinfo(mtu0: u32) -> String {

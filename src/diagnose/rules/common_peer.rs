@@ -8,11 +8,12 @@
 //! stay a tie.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv6Addr;
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::diagnose::nic_use::NicUse;
-use crate::model::Job;
 use crate::model::build::short_host_of;
+use crate::model::{Event, EventIdx, Job};
 
 /// Moves `h` onto the one reporting rank every other reporter talks to, and
 /// names its NIC; leaves `h` as it is when no single rank is shared.
@@ -31,6 +32,68 @@ pub fn locate(job: &Job, h: &mut Hypothesis) {
     h.device = None;
     h.port = None;
     name_the_nic(job, h);
+}
+
+/// NCCL 2.26+ prints both ends' GIDs when a queue pair cannot be moved to
+/// RTR. A bad NIC is an end of every failed connection, whichever side
+/// printed it: the one address all the failures name is its. Moves `h` onto
+/// the ranks that printed that address as their own and names their port;
+/// returns whether the addresses decided (one failure, or two ends naming
+/// each other, name two addresses: no decision).
+pub fn locate_by_address(job: &Job, h: &mut Hypothesis, failures: &[EventIdx]) -> bool {
+    let gid = |e: &Event, f: &str| e.text_field(f)?.parse::<Ipv6Addr>().ok();
+    let ends: Vec<(EventIdx, Ipv6Addr, Ipv6Addr)> = failures
+        .iter()
+        .filter_map(|&i| {
+            let e = &job.events[i];
+            Some((i, gid(e, "local_gid")?, gid(e, "remote_gid")?))
+        })
+        .collect();
+    if ends.len() < 2 || ends.len() != failures.len() {
+        return false;
+    }
+    let mut common = BTreeSet::from([ends[0].1, ends[0].2]);
+    for (_, local, remote) in &ends[1..] {
+        common.retain(|a| a == local || a == remote);
+    }
+    let (Some(&bad), 1) = (common.first(), common.len()) else {
+        return false;
+    };
+    let own: Vec<EventIdx> = ends.iter().filter(|e| e.1 == bad).map(|e| e.0).collect();
+    let rank_host = |i: EventIdx| {
+        let e = &job.events[i];
+        let by_rank = e.who.rank.and_then(|r| job.ranks.get(&r)?.host.clone());
+        e.who
+            .host
+            .as_deref()
+            .map(short_host_of)
+            .or(by_rank.map(|h| short_host_of(&h)))
+    };
+    let hosts: BTreeSet<Option<String>> = own.iter().map(|&i| rank_host(i)).collect();
+    let Some(&first) = own.first() else {
+        return false;
+    };
+    let (1, Some(Some(host))) = (hosts.len(), hosts.first()) else {
+        return false;
+    };
+    let ev = &job.events[first];
+    let victims: BTreeSet<u32> = ends
+        .iter()
+        .filter(|e| e.1 != bad)
+        .filter_map(|e| job.events[e.0].who.rank)
+        .collect();
+    h.host = Some(host.clone());
+    h.device = ev.text_field("hca").map(str::to_string);
+    h.port = ev.int("port").and_then(|p| u32::try_from(p).ok());
+    h.ranks = own.iter().filter_map(|&i| job.events[i].who.rank).collect();
+    h.peer_host = most_common_host(job, &victims).or(h.peer_host.take());
+    h.support(
+        Source::Nccl,
+        0.2,
+        Some(first),
+        format!("every failed queue-pair connection has {bad} at one end: this NIC's"),
+    );
+    true
 }
 
 /// Where every rank of `h` on its host sends over one NIC, that NIC is the

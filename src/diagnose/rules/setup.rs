@@ -105,9 +105,19 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     // A connection that times out fails on both ends: the rank every
     // reporter talks to is the bad end.
+    let timeouts: Vec<EventIdx> = ctx
+        .job
+        .events_where(|k| k == EventKind::VerbsCallFailed)
+        .filter(|(_, ev)| {
+            ev.text_field("call") == Some("ibv_modify_qp") && errno_is(ev, 110, "timed out")
+        })
+        .map(|(i, _)| i)
+        .collect();
     for kind in [CauseKind::CrossRail, CauseKind::GidIndex] {
         if let Some(h) = hyps.get_mut(&kind) {
-            super::common_peer::locate(ctx.job, h);
+            if !super::common_peer::locate_by_address(ctx.job, h, &timeouts) {
+                super::common_peer::locate(ctx.job, h);
+            }
             super::common_peer::name_the_nic(ctx.job, h);
             super::common_peer::name_the_likely_nic(ctx.job, h);
         }
