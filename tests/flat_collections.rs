@@ -3,7 +3,9 @@
 //! counter, port or GID row belongs to comes from the job host its file's
 //! name spells, whichever way the collection script joined the words.
 //! Dumps shown together by `tail -n +1` (`==> before/… <==` over each) are
-//! read as the files their headers name.
+//! read as the files their headers name. A folder named by the host's FQDN
+//! (`hostname -f`) and an archive per host (`node005.tar.gz`) name the host
+//! as NCCL prints it.
 
 use std::fs;
 use std::path::Path;
@@ -162,4 +164,50 @@ fn counters_shown_together_by_tail_keep_each_dump_apart() {
             .iter()
             .all(|c| c["file"].as_str().unwrap().ends_with("/counters.txt"))
     );
+}
+
+/// The folders of a [`slurm_job`], renamed by `rename(host)`.
+fn rename_host_folders(dir: &Path, rename: impl Fn(&str) -> String) {
+    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if host.is_dir() {
+            let name = host.file_name().unwrap().to_str().unwrap();
+            fs::rename(&host, dir.join(rename(name))).unwrap();
+        }
+    }
+}
+
+fn assert_placed_as_truth(truth: &Value, report: &Value) {
+    let (want, got) = (&truth["cause"], &report["verdict"]["cause"]);
+    for field in ["kind", "host", "device", "port"] {
+        assert_eq!(got[field], want[field], "{field}: {got}");
+    }
+}
+
+#[test]
+fn folders_named_by_fqdn_hold_the_short_hosts_dumps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = slurm_job(Scenario::Fault(CauseKind::Congestion), 4, tmp.path());
+    rename_host_folders(tmp.path(), |h| format!("{h}.cluster.example.com"));
+    let report = common::analyze_to_json(tmp.path());
+    assert_placed_as_truth(&truth, &report);
+}
+
+#[test]
+fn an_archive_per_host_holds_that_hosts_dumps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = slurm_job(Scenario::Fault(CauseKind::MtuMismatch), 5, tmp.path());
+    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
+        if !host.is_dir() {
+            continue;
+        }
+        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        tar.append_dir_all(".", &host).unwrap();
+        let bytes = tar.into_inner().unwrap().finish().unwrap();
+        fs::write(tmp.path().join(format!("{name}.tar.gz")), bytes).unwrap();
+        fs::remove_dir_all(&host).unwrap();
+    }
+    let report = common::analyze_to_json(tmp.path());
+    assert_placed_as_truth(&truth, &report);
 }

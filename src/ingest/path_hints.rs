@@ -48,10 +48,32 @@ pub fn hints_from_path(path: &str) -> PathHints {
     if hints.host.is_none() {
         hints.host = dirs
             .iter()
-            .find(|d| looks_like_host(d))
-            .map(|d| d.to_string());
+            .find_map(|d| host_of_folder(d))
+            .map(str::to_string);
     }
     hints
+}
+
+/// The host an archive of one host's files is named after
+/// (`node005.tar.gz`, `gpu-17.cluster.local.tgz`).
+pub fn host_of_archive(path: &str) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = [".tar.gz", ".tar.zst", ".tar.zstd", ".tgz", ".tar"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))?;
+    host_of_folder(stem).map(str::to_string)
+}
+
+/// The host a folder is named after: `node005`, or `node005.cluster.local`
+/// (collected by `hostname -f`) read as NCCL prints it, `node005`.
+fn host_of_folder(name: &str) -> Option<&str> {
+    let (first, domain) = name.split_once('.').unwrap_or((name, ""));
+    let domain_ok = domain.is_empty()
+        || domain.split('.').all(|label| {
+            label.starts_with(|c: char| c.is_ascii_alphabetic())
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    (domain_ok && looks_like_host(first)).then_some(first)
 }
 
 /// `…/attempt_0/3/stdout.log`: the folder `3` is local rank 3's own.
@@ -97,6 +119,27 @@ mod tests {
         assert_eq!(hints_from_path("out/rank_12.log").rank, Some(12));
         assert_eq!(hints_from_path("out/train-rank3.txt").rank, Some(3));
         assert_eq!(hints_from_path("out/frankly.txt").rank, None);
+    }
+
+    #[test]
+    fn a_folder_named_by_its_fqdn_is_its_short_host() {
+        let h = hints_from_path("gpu-17.cluster.example.com/counters/before/x.txt");
+        assert_eq!(h.host.as_deref(), Some("gpu-17"));
+        assert_eq!(hints_from_path("v1.2/x.log").host, None);
+    }
+
+    #[test]
+    fn an_archive_of_one_host_is_named_after_it() {
+        assert_eq!(
+            host_of_archive("x/node005.tar.gz").as_deref(),
+            Some("node005")
+        );
+        assert_eq!(
+            host_of_archive("gpu-17.cluster.local.tgz").as_deref(),
+            Some("gpu-17")
+        );
+        assert_eq!(host_of_archive("logs.tar.gz"), None);
+        assert_eq!(host_of_archive("node005.log"), None);
     }
 
     #[test]

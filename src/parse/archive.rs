@@ -9,7 +9,7 @@ use crate::grammar::Grammar;
 use crate::ingest::InputFile;
 use crate::ingest::archive::{ArchiveKind, Budgeted, Member, archive_kind, walk_tar, walk_zip};
 use crate::ingest::open::{Compression, decompress};
-use crate::ingest::path_hints::hints_from_path;
+use crate::ingest::path_hints::{hints_from_path, host_of_archive};
 use crate::model::{FileId, Skipped};
 
 use super::scan::{FileParse, parse_with_head, read_head};
@@ -230,7 +230,10 @@ impl Walker<'_> {
     fn member_file(&self, path: &str, display: String) -> InputFile {
         let mut hints = hints_from_path(path);
         let outer = &self.archive.hints;
-        hints.host = hints.host.or_else(|| outer.host.clone());
+        hints.host = hints
+            .host
+            .or_else(|| outer.host.clone())
+            .or_else(|| host_of_archive(&self.archive.display));
         hints.rank = hints.rank.or(outer.rank);
         InputFile {
             id: FileId(0),
