@@ -5,7 +5,7 @@
 //! Dumps shown together by `tail -n +1` (`==> before/… <==` over each) are
 //! read as the files their headers name. A folder named by the host's FQDN
 //! (`hostname -f`) and an archive per host (`node005.tar.gz`) name the host
-//! as NCCL prints it.
+//! as NCCL prints it, and so does a host's console saved under its name.
 
 use std::fs;
 use std::path::Path;
@@ -210,4 +210,60 @@ fn an_archive_per_host_holds_that_hosts_dumps() {
     }
     let report = common::analyze_to_json(tmp.path());
     assert_placed_as_truth(&truth, &report);
+}
+
+/// torchrun's console tee'd to one file per host at the job's root
+/// (`torchrun … 2>&1 | tee $(hostname).log`): the agent's lines, then each
+/// worker's under its `[defaultN]:` prefix, instead of `--log-dir` folders.
+fn tee_consoles(dir: &Path) {
+    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        let logs = host.join("logs");
+        if !logs.is_dir() {
+            continue;
+        }
+        let mut console = fs::read_to_string(host.join("agent.log")).unwrap_or_default();
+        fs::remove_file(host.join("agent.log")).ok();
+        let mut workers: Vec<(u32, std::path::PathBuf)> = Vec::new();
+        let mut stack = vec![logs.clone()];
+        while let Some(d) = stack.pop() {
+            for p in fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
+                if p.is_dir() {
+                    stack.push(p);
+                } else if let Ok(local) = d.file_name().unwrap().to_str().unwrap().parse() {
+                    workers.push((local, p));
+                }
+            }
+        }
+        workers.sort();
+        for (local, file) in workers {
+            for line in fs::read_to_string(&file).unwrap().lines() {
+                console.push_str(&format!("[default{local}]:{line}\n"));
+            }
+        }
+        fs::remove_dir_all(&logs).unwrap();
+        let name = host.file_name().unwrap().to_str().unwrap();
+        fs::write(dir.join(format!("{name}.log")), console).unwrap();
+    }
+}
+
+#[test]
+fn a_hosts_console_named_after_it_holds_that_hosts_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = SimOptions {
+        scenario: Scenario::Fault(CauseKind::Memlock),
+        ranks: 16,
+        seed: 35001,
+        layout: Some(Layout::Torchrun),
+        nccl_version: None,
+        torch_version: None,
+        profile: Profile::Small,
+    };
+    let truth =
+        serde_json::to_value(&simulate::simulate(&opts, tmp.path()).unwrap().truth).unwrap();
+    tee_consoles(tmp.path());
+    let report = common::analyze_to_json(tmp.path());
+    let v = &report["verdict"];
+    assert_eq!(v["cause"]["kind"], truth["cause"]["kind"], "{v}");
+    assert_eq!(v["cause"]["host"], truth["cause"]["host"], "{v}");
+    assert_eq!(v["stuck_ranks"], truth["stuck_ranks"], "{v}");
 }

@@ -73,6 +73,65 @@ pub(super) fn adopt(
     }
 }
 
+/// A host's console captured under its name (`torchrun … | tee node005.log`)
+/// holds that host's lines: those that name no host of their own take it.
+/// A file whose lines name another host, or carry a launcher's task labels
+/// (`srun --label`, `mpirun --tag-output`: many hosts' ranks in one file),
+/// is left alone. Runs before the ranks are resolved, so that they are
+/// resolved with it.
+pub(super) fn adopt_logs(job: &mut Job) {
+    let unplaced: Vec<FileId> = job
+        .files
+        .iter()
+        .filter(|f| f.hints.host.is_none() && f.path.bytes().any(|b| b.is_ascii_digit()))
+        .map(|f| f.id)
+        .collect();
+    if unplaced.is_empty() {
+        return;
+    }
+    let known = job_hosts(job);
+    let mut named: FxHashMap<FileId, Sym> = unplaced
+        .into_iter()
+        .filter_map(|id| {
+            let host = host_token_in_name(job.file_path(id), known.iter().map(String::as_str))?;
+            Some((id, Sym::new(host)))
+        })
+        .collect();
+    // Table files have no events: their rows are placed with the counters.
+    let mut with_lines: FxHashSet<FileId> = FxHashSet::default();
+    for e in &job.events {
+        let Some(host) = named.get(&e.origin.file) else {
+            continue;
+        };
+        let elsewhere = e
+            .who
+            .host
+            .as_ref()
+            .is_some_and(|h| short_host(h.as_str()) != host.as_str());
+        if elsewhere || e.who.task.is_some() {
+            named.remove(&e.origin.file);
+        } else {
+            with_lines.insert(e.origin.file);
+        }
+    }
+    named.retain(|id, _| with_lines.contains(id));
+    if named.is_empty() {
+        return;
+    }
+    for e in &mut job.events {
+        if e.who.host.is_none()
+            && let Some(host) = named.get(&e.origin.file)
+        {
+            e.who.host = Some(host.clone());
+        }
+    }
+    for f in &mut job.files {
+        if let Some(host) = named.get(&f.id) {
+            f.hints.host = Some(host.as_str().to_string());
+        }
+    }
+}
+
 /// The short names of the hosts the job's ranks, lines and folders name.
 fn job_hosts(job: &Job) -> FxHashSet<String> {
     let ranks = job.ranks.values().filter_map(|r| r.host.as_deref());
@@ -115,6 +174,85 @@ pub(super) fn host_token_in_name<'h>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Event, EventKind, Fields, Origin, PathHints, Who};
+
+    /// A job of one host folder (`node005/ibstat.txt`) and consoles at its
+    /// root, each holding one line written by `who`.
+    fn consoles(files: &[(&str, Who)]) -> Job {
+        let mut job = Job::default();
+        let folder = PathHints {
+            host: Some("node005".into()),
+            ..PathHints::default()
+        };
+        let paths = std::iter::once(("node005/ibstat.txt", folder))
+            .chain(files.iter().map(|(p, _)| (*p, PathHints::default())));
+        for (i, (path, hints)) in paths.enumerate() {
+            job.files.push(FileInfo {
+                id: FileId(i as u32),
+                path: path.into(),
+                hints,
+                ..FileInfo::default()
+            });
+        }
+        for (i, (_, who)) in files.iter().enumerate() {
+            job.events.push(Event {
+                kind: EventKind::WatchdogTimeout,
+                pattern: "test",
+                origin: Origin {
+                    file: FileId(i as u32 + 1),
+                    line: 1,
+                },
+                who: who.clone(),
+                level: Default::default(),
+                time: Default::default(),
+                fields: Fields::default(),
+                text: "".into(),
+            });
+        }
+        job
+    }
+
+    fn host_of_line(job: &Job, file: u32) -> Option<&str> {
+        let e = job.events.iter().find(|e| e.origin.file == FileId(file))?;
+        e.who.host.as_ref().map(|h| h.as_str())
+    }
+
+    #[test]
+    fn a_console_named_after_a_host_gives_its_lines_that_host() {
+        let rank = Who {
+            rank: Some(3),
+            ..Who::default()
+        };
+        let task = Who {
+            task: Some(3),
+            ..Who::default()
+        };
+        let elsewhere = Who {
+            host: Some(Sym::new("node006")),
+            ..Who::default()
+        };
+        let mut job = consoles(&[
+            ("node005.log", rank.clone()),
+            ("node005-srun.log", task),
+            ("console-node005.txt", elsewhere),
+            ("node0055.log", rank),
+        ]);
+        adopt_logs(&mut job);
+        assert_eq!(host_of_line(&job, 1), Some("node005"));
+        assert_eq!(job.files[1].hints.host.as_deref(), Some("node005"));
+        assert_eq!(
+            host_of_line(&job, 2),
+            None,
+            "launcher task labels span hosts"
+        );
+        assert_eq!(
+            host_of_line(&job, 3),
+            Some("node006"),
+            "a line's own host stays"
+        );
+        assert_eq!(job.files[3].hints.host, None, "the file mixes hosts");
+        assert_eq!(host_of_line(&job, 4), None, "not a host of the job");
+    }
 
     const HOSTS: [&str; 4] = ["gpu-1", "gpu-13", "h100-r00-n027", "node005"];
 

@@ -44,6 +44,7 @@ pub fn build(
     job.gids = tables.gids;
     job.flight = tables.flight;
     flight::synthesize(&mut job);
+    file_hosts::adopt_logs(&mut job);
     job.index_kinds();
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
