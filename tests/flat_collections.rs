@@ -267,3 +267,32 @@ fn a_hosts_console_named_after_it_holds_that_hosts_ranks() {
     assert_eq!(v["cause"]["host"], truth["cause"]["host"], "{v}");
     assert_eq!(v["stuck_ranks"], truth["stuck_ranks"], "{v}");
 }
+
+#[test]
+fn dumps_taken_one_after_another_into_one_file_pair_by_their_dates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = slurm_job(Scenario::Fault(CauseKind::Congestion), 4, tmp.path());
+    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
+        let counters = host.join("counters");
+        if !counters.is_dir() {
+            continue;
+        }
+        // `for t in before after; do date; ethtool -S …; done >> ethtool-S-….txt`
+        for dump in fs::read_dir(counters.join("before")).unwrap() {
+            let name = dump.unwrap().file_name();
+            let mut both = String::new();
+            for (phase, date) in [
+                ("before", "Tue Dec  1 08:00:00 UTC 2026"),
+                ("after", "Tue Dec  1 09:30:07 UTC 2026"),
+            ] {
+                both.push_str(&format!("{date}\n"));
+                both.push_str(&fs::read_to_string(counters.join(phase).join(&name)).unwrap());
+            }
+            fs::write(host.join(&name), both).unwrap();
+        }
+        fs::remove_dir_all(&counters).unwrap();
+    }
+    let report = common::analyze_to_json(tmp.path());
+    assert_placed_as_truth(&truth, &report);
+    assert!(!report["counters"].as_array().unwrap().is_empty());
+}

@@ -10,6 +10,9 @@
 //! a log.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use super::lines::line_spans;
 use super::sniff::TableKind;
@@ -62,7 +65,7 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .take(HEAD_LINES)
         .map(strip_ansi)
-        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty() && content_stamp(l).is_none())
         .collect();
     // A head cut mid-line would count its last line as a misfit.
     let cut_mid_line = looked_at.len() == head.len() && head.len() >= super::sniff::SNIFF_BYTES;
@@ -81,6 +84,40 @@ pub fn sniff_table(head: &[u8]) -> Option<TableKind> {
         return Some(kind);
     }
     without_header(lines)
+}
+
+/// The stamp a capture line stands for, as `YYYYMMDDhhmmss`: `watch`'s
+/// header (`Every 1.0s: perfquery …   Wed Nov  5 11:32:44 2014`), a `date`
+/// line (`Tue Dec  1 08:00:00 UTC 2026`), or a line that is only an ISO
+/// time (`date -Iseconds`: `2026-12-01T08:00:00+00:00`).
+pub fn content_stamp(line: &str) -> Option<u64> {
+    static DATE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?P<wd>Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d\d:\d\d:\d\d)(?: [A-Z]{2,5})? (?P<y>\d{4})\s*$")
+            .unwrap()
+    });
+    static ISO: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^\s*(?P<y>\d{4})-(?P<m>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d| [A-Z]{2,5})?\s*$")
+            .unwrap()
+    });
+    // Cheap shapes first: sniffing runs this over the head of every file.
+    let t = line.trim();
+    let year_last = t.len() >= 24 && t.bytes().rev().take(4).all(|b| b.is_ascii_digit());
+    let iso_first =
+        (19..=40).contains(&t.len()) && t.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+    if !year_last && !iso_first {
+        return None;
+    }
+    if let Some(c) = ISO.captures(line) {
+        let digits: String = ["y", "m", "d", "h", "mi", "s"]
+            .iter()
+            .map(|k| &c[*k])
+            .collect();
+        return digits.parse().ok();
+    }
+    let c = DATE.captures(line)?;
+    let text = format!("{} {} {} {}", &c["mon"], &c["d"], &c["t"], &c["y"]);
+    let t = chrono::NaiveDateTime::parse_from_str(&text, "%b %d %H:%M:%S %Y").ok()?;
+    t.format("%Y%m%d%H%M%S").to_string().parse().ok()
 }
 
 /// `==> PATH <==`: the header `head` and `tail` print over each file they

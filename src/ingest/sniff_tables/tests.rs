@@ -182,3 +182,18 @@ fn head_and_tail_captures_of_many_files_sniff_as_their_first_section() {
     let logs = "==> rank0.log <==\nnode001:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nnode001:1234:1234 [0] NCCL INFO NET/Plugin: No plugin found\n";
     assert_eq!(kind(logs), None, "a tail of logs stays a log");
 }
+
+#[test]
+fn date_lines_between_dumps_are_stamps_not_misfits() {
+    assert_eq!(
+        content_stamp("Tue Dec  1 08:00:00 UTC 2026"),
+        Some(20261201080000)
+    );
+    assert_eq!(
+        content_stamp("2026-12-01T08:00:07+00:00"),
+        Some(20261201080007)
+    );
+    assert_eq!(content_stamp("rx_prio3_pause: 2026"), None);
+    let two = "Tue Dec  1 08:00:00 UTC 2026\nlink mlx5_0/1 local_ack_timeout_err 0 out_of_sequence 0\nTue Dec  1 09:30:00 UTC 2026\nlink mlx5_0/1 local_ack_timeout_err 12 out_of_sequence 3\n";
+    assert_eq!(kind(two), Some(TableKind::RdmaStatistic));
+}

@@ -17,9 +17,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use crate::model::counter_store::{CounterStore, NameId, StoredReading};
-use crate::model::{
-    CounterDelta, CounterSource, FileId, FileInfo, Job, Phase, PortSnapshot, SourceLine,
-};
+use crate::model::{CounterDelta, CounterSource, FileInfo, Job, Phase, PortSnapshot, SourceLine};
 
 /// (host, device, port): the place a counter belongs to, by name ids.
 type PortKey = (Option<NameId>, NameId, Option<u32>);
@@ -164,38 +162,34 @@ fn assign_path_phases(files: &FileClues, readings: &mut [StoredReading]) {
 /// were taken: the earliest is before, the latest after.
 fn assign_time_phases(files: &FileClues, readings: &mut [StoredReading]) {
     let name_stamps = &files.stamps;
-    let mut taken: BTreeMap<PortKey, BTreeSet<(u64, FileId)>> = BTreeMap::new();
-    for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
-        let stamp = c
-            .taken_at
+    // One file may hold dumps of several times (a `date` line over each).
+    let stamp_of = |c: &StoredReading| {
+        c.taken_at
             .map(NonZeroU64::get)
-            .or_else(|| name_stamps.get(c.file.0 as usize).copied().flatten());
-        if let Some(t) = stamp {
-            taken.entry(port_key(c)).or_default().insert((t, c.file));
+            .or_else(|| name_stamps.get(c.file.0 as usize).copied().flatten())
+    };
+    let mut taken: BTreeMap<PortKey, BTreeSet<u64>> = BTreeMap::new();
+    for c in readings.iter().filter(|c| c.phase == Phase::Unknown) {
+        if let Some(t) = stamp_of(c) {
+            taken.entry(port_key(c)).or_default().insert(t);
         }
     }
-    let mut phase_of: BTreeMap<(PortKey, FileId), Phase> = BTreeMap::new();
-    for (key, stamps) in taken {
-        let (Some(first), Some(last)) = (stamps.first(), stamps.last()) else {
-            continue;
-        };
-        if first.0 == last.0 {
-            continue;
+    let phase_at = |key: &PortKey, t: u64| {
+        let stamps = taken.get(key)?;
+        let (first, last) = (*stamps.first()?, *stamps.last()?);
+        if first == last {
+            None
+        } else if t == first {
+            Some(Phase::Before)
+        } else if t == last {
+            Some(Phase::After)
+        } else {
+            None
         }
-        for &(t, file) in &stamps {
-            let p = if t == first.0 {
-                Phase::Before
-            } else if t == last.0 {
-                Phase::After
-            } else {
-                continue;
-            };
-            phase_of.insert((key, file), p);
-        }
-    }
+    };
     for c in readings.iter_mut().filter(|c| c.phase == Phase::Unknown) {
-        if let Some(p) = phase_of.get(&(port_key(c), c.file)) {
-            c.phase = *p;
+        if let Some(p) = stamp_of(c).and_then(|t| phase_at(&port_key(c), t)) {
+            c.phase = p;
         }
     }
 }
@@ -359,7 +353,7 @@ fn is_traffic(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CounterReading, Origin};
+    use crate::model::{CounterReading, FileId, Origin};
 
     fn store(readings: Vec<CounterReading>) -> CounterStore {
         let mut store = CounterStore::default();

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::ingest::InputFile;
+pub use crate::ingest::sniff_tables::content_stamp;
 use crate::model::build::short_host_of;
 use crate::model::{
     CounterReading, CounterSource, FileId, Origin, Phase, SourceLine, Sym, SysRecord,
@@ -221,19 +222,6 @@ fn host_in_file_name(path: &str) -> Option<String> {
     name.split(['.', '_', ' '])
         .find(|w| NAME_HOST.is_match(w) && !NOT_HOST.is_match(w))
         .map(str::to_string)
-}
-
-/// A stamp in a capture's first lines: `watch`'s header
-/// (`Every 1.0s: perfquery …   Wed Nov  5 11:32:44 2014`) or a `date` line.
-pub fn content_stamp(line: &str) -> Option<u64> {
-    static DATE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?P<wd>Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<t>\d\d:\d\d:\d\d)(?: [A-Z]{2,5})? (?P<y>\d{4})\s*$")
-            .unwrap()
-    });
-    let c = DATE.captures(line)?;
-    let text = format!("{} {} {} {}", &c["mon"], &c["d"], &c["t"], &c["y"]);
-    let t = chrono::NaiveDateTime::parse_from_str(&text, "%b %d %H:%M:%S %Y").ok()?;
-    t.format("%Y%m%d%H%M%S").to_string().parse().ok()
 }
 
 /// `key: value` split at the first `:` (values may hold colons).

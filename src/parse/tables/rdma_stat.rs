@@ -56,7 +56,13 @@ fn value(text: &str) -> Option<(u64, bool)> {
 
 pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
     let first = lines.iter().find(|l| !l.text.trim().is_empty());
-    let mut out = if first.is_some_and(|l| l.text.trim_start().starts_with('[')) {
+    // `rdma -j` prints `[{"ifname":…`; a shell prompt (`[root@node005 ~]#`)
+    // opens with a bracket too.
+    let json = |t: &str| {
+        t.strip_prefix('[')
+            .is_some_and(|rest| rest.trim_start().is_empty() || rest.trim_start().starts_with('{'))
+    };
+    let mut out = if first.is_some_and(|l| json(l.text.trim())) {
         parse_json(ctx, lines)
     } else {
         parse_text(ctx, lines)

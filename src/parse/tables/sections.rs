@@ -1,5 +1,6 @@
-//! Captures of many dumps in one file, each under the header `head` and
-//! `tail` print when shown several files:
+//! Captures of many dumps in one file: dumps taken one after another, each
+//! under the time it was taken (a `date` line, `watch`'s header), or each
+//! under the header `head` and `tail` print when shown several files:
 //!
 //! ```text
 //! ==> node005/counters/before/ethtool-S-enp26s0np0.txt <==
@@ -18,7 +19,7 @@ use std::borrow::Cow;
 
 use crate::ingest::TableKind;
 use crate::ingest::path_hints::hints_from_path;
-use crate::ingest::sniff_tables::{section_header, sniff_table};
+use crate::ingest::sniff_tables::{content_stamp, section_header, sniff_table};
 use crate::model::build::phase_of_path;
 use crate::model::{Phase, SysRecord};
 
@@ -50,19 +51,62 @@ fn split<'l, 'a>(lines: &'l [Line<'a>]) -> Option<Vec<Section<'l, 'a>>> {
     Some(sections.collect())
 }
 
-/// Reads a capture of sections, or returns `None` for a file without
-/// headers. `fallback` is the kind the whole file was taken for.
+/// Reads a capture of sections, or returns `None` for a file of one dump.
+/// `fallback` is the kind the whole file was taken for.
 pub fn parse(
     fallback: TableKind,
     file: &crate::ingest::InputFile,
     lines: &[Line<'_>],
     parse_kind: impl Fn(TableKind, &TableCtx, &[Line<'_>]) -> TableParse,
 ) -> Option<TableParse> {
-    let sections = split(lines)?;
+    match split(lines) {
+        Some(sections) => Some(parse_headed(fallback, file, lines, &sections, parse_kind)),
+        None => parse_stamped(fallback, file, lines, parse_kind),
+    }
+}
+
+/// Dumps taken one after another into one file, each under the time it
+/// was taken (`date; perfquery -x; …; date; perfquery -x`, or `watch`
+/// screens saved one after another): each section is a dump of its own
+/// time, so the earliest and latest of a port pair as before and after.
+fn parse_stamped(
+    fallback: TableKind,
+    file: &crate::ingest::InputFile,
+    lines: &[Line<'_>],
+    parse_kind: impl Fn(TableKind, &TableCtx, &[Line<'_>]) -> TableParse,
+) -> Option<TableParse> {
+    let stamps: Vec<usize> = (0..lines.len())
+        .filter(|&i| content_stamp(&lines[i].text).is_some())
+        .collect();
+    if stamps.len() < 2 {
+        return None;
+    }
+    // Lines before the first stamp (a prompt, a command) join the first dump.
+    let starts = std::iter::once(0).chain(stamps[1..].iter().copied());
+    let ends = stamps[1..].iter().copied().chain([lines.len()]);
+    let mut out = TableParse::default();
+    for (start, end) in starts.zip(ends) {
+        let section = &lines[start..end];
+        let kind = sniff_table(text_of(section).as_bytes()).unwrap_or(fallback);
+        // The host comes from the whole capture (its prompt opens it).
+        let mut ctx = TableCtx::new(file, lines);
+        ctx.taken_at = section.iter().find_map(|l| content_stamp(&l.text));
+        merge(&mut out, parse_kind(kind, &ctx, section), Phase::Unknown);
+    }
+    Some(out)
+}
+
+fn parse_headed(
+    fallback: TableKind,
+    file: &crate::ingest::InputFile,
+    lines: &[Line<'_>],
+    sections: &[Section<'_, '_>],
+    parse_kind: impl Fn(TableKind, &TableCtx, &[Line<'_>]) -> TableParse,
+) -> TableParse {
     let mut out = TableParse::default();
     let mut values: Vec<Line<'_>> = Vec::new();
     let mut values_path = "";
-    for s in &sections {
+    for s in sections {
         if let Some(line) = sysfs_value(s) {
             values_path = s.path;
             values.push(line);
@@ -82,7 +126,7 @@ pub fn parse(
         let read = parse_kind(TableKind::SysfsCounters, &ctx, &values);
         merge(&mut out, read, Phase::Unknown);
     }
-    Some(out)
+    out
 }
 
 /// `==> /sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error <==`
@@ -184,5 +228,37 @@ link mlx5_0/1 rx_write_requests 0 local_ack_timeout_err 12
             ("local_ack_timeout_err", 311)
         );
         assert_eq!(c[1].host.as_deref(), Some("node007"));
+    }
+}
+
+#[cfg(test)]
+mod stamped_tests {
+    use super::*;
+    use crate::parse::tables::testing::{counters, parse_text};
+
+    #[test]
+    fn each_dated_dump_in_one_file_keeps_its_own_time() {
+        let text = "\
+[root@node005 ~]# for i in 1 2; do date -Iseconds; rdma statistic; sleep 5400; done
+2026-12-01T08:00:00+00:00
+link mlx5_0/1 local_ack_timeout_err 0 out_of_sequence 0
+2026-12-01T09:30:00+00:00
+link mlx5_0/1 local_ack_timeout_err 12 out_of_sequence 3
+";
+        let t = parse_text(TableKind::RdmaStatistic, "x/rdma.txt", text);
+        let c = counters(&t);
+        let acks: Vec<_> = c
+            .iter()
+            .filter(|c| c.name == "local_ack_timeout_err")
+            .collect();
+        assert_eq!(acks.len(), 2, "{t:?}");
+        let at = |i: usize| acks[i].taken_at.map(|t| t.get());
+        assert_eq!((at(0), at(1)), (Some(20261201080000), Some(20261201093000)));
+        assert_eq!((acks[1].value, acks[1].origin.line), (12, 5));
+        assert_eq!(
+            acks[1].host.as_deref(),
+            Some("node005"),
+            "the prompt names the host"
+        );
     }
 }
