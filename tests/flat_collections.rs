@@ -6,6 +6,7 @@
 //! read as the files their headers name. A folder named by the host's FQDN
 //! (`hostname -f`) and an archive per host (`node005.tar.gz`) name the host
 //! as NCCL prints it, and so does a host's console saved under its name.
+//! A folder named by an address belongs to the host whose NCCL lines use it.
 
 use std::fs;
 use std::path::Path;
@@ -295,4 +296,51 @@ fn dumps_taken_one_after_another_into_one_file_pair_by_their_dates() {
     let report = common::analyze_to_json(tmp.path());
     assert_placed_as_truth(&truth, &report);
     assert!(!report["counters"].as_array().unwrap().is_empty());
+}
+
+/// The address a host's NCCL lines bootstrap from (`Bootstrap : Using
+/// bond0:10.67.0.2<0>`), read from any file under `host`.
+fn bootstrap_address(host: &Path) -> Option<String> {
+    let mut stack = vec![host.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for p in fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = String::from_utf8_lossy(&fs::read(&p).unwrap()).into_owned();
+            if let Some(at) = text.find("Bootstrap : Using ") {
+                let rest = &text[at..];
+                let addr = rest.split(':').nth(2)?.split('<').next()?;
+                return Some(addr.to_string());
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn folders_named_by_address_belong_to_the_host_that_bootstraps_from_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = SimOptions {
+        scenario: Scenario::Fault(CauseKind::MtuMismatch),
+        ranks: 16,
+        seed: 5,
+        layout: Some(Layout::Torchrun),
+        nccl_version: None,
+        torch_version: None,
+        profile: Profile::Full,
+    };
+    let truth =
+        serde_json::to_value(&simulate::simulate(&opts, tmp.path()).unwrap().truth).unwrap();
+    assert_eq!(
+        truth["sources"]["snapshots"], true,
+        "this seed writes snapshots"
+    );
+    rename_host_folders(tmp.path(), |h| {
+        bootstrap_address(&tmp.path().join(h)).expect("NCCL INFO names the address")
+    });
+    let report = common::analyze_to_json(tmp.path());
+    assert_placed_as_truth(&truth, &report);
+    assert_eq!(report["verdict"]["stuck_ranks"], truth["stuck_ranks"]);
 }

@@ -10,11 +10,14 @@
 //! has no host of the job's own: a folder per host, or a shell prompt in
 //! the capture, name one more surely.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::short_host;
 use crate::model::counter_store::CounterStore;
-use crate::model::{FileId, FileInfo, GidEntry, Job, Origin, PortSnapshot, Sym};
+use crate::model::{EventKind, FileId, FileInfo, GidEntry, Job, Origin, PortSnapshot, Sym};
 
 /// The files of counter, port or GID rows that no folder places on a host.
 pub(super) fn unplaced(
@@ -55,10 +58,22 @@ pub(super) fn adopt(
         return;
     }
     let is_job_host = |h: &str| known.contains(short_host(h));
-    counters.place_on_hosts(&named, is_job_host);
+    place_rows(&named, is_job_host, ports, &mut job.gids, counters);
+}
+
+/// Puts the rows of each file of `named` on its host, where the row's own
+/// host is missing or not one `is_job_host` accepts.
+fn place_rows(
+    named: &FxHashMap<FileId, Sym>,
+    is_job_host: impl Fn(&str) -> bool,
+    ports: &mut [PortSnapshot],
+    gids: &mut [GidEntry],
+    counters: &mut CounterStore,
+) {
+    counters.place_on_hosts(named, &is_job_host);
     let host_for = |origin: Option<Origin>, own: &Option<String>| {
         let host = named.get(&origin?.file)?;
-        let settled = own.as_deref().is_some_and(is_job_host);
+        let settled = own.as_deref().is_some_and(&is_job_host);
         (!settled).then(|| host.as_str().to_string())
     };
     for p in ports.iter_mut() {
@@ -66,11 +81,89 @@ pub(super) fn adopt(
             p.host = Some(h);
         }
     }
-    for g in &mut job.gids {
+    for g in gids.iter_mut() {
         if let Some(h) = host_for(g.origin, &g.host) {
             g.host = Some(h);
         }
     }
+}
+
+/// Folders named by a host's address (`10.0.0.5/`, as scripts that reach
+/// the hosts by address save them): the host whose NCCL lines print that
+/// address (bootstrap, OOB or socket interface) owns the folder's files.
+/// Runs before the ranks are resolved, so that its lines count for them.
+pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) {
+    let folders: Vec<(FileId, IpAddr)> = job
+        .files
+        .iter()
+        .filter(|f| f.hints.host.is_none())
+        .filter_map(|f| Some((f.id, address_folder(&f.path)?)))
+        .collect();
+    if folders.is_empty() {
+        return;
+    }
+    let owners = address_owners(job);
+    let named: FxHashMap<FileId, Sym> = folders
+        .into_iter()
+        .filter_map(|(id, addr)| {
+            let hosts = owners.get(&addr)?;
+            let host = hosts.first().filter(|_| hosts.len() == 1)?;
+            Some((id, Sym::new(host)))
+        })
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    for e in &mut job.events {
+        if e.who.host.is_none()
+            && let Some(host) = named.get(&e.origin.file)
+        {
+            e.who.host = Some(host.clone());
+        }
+    }
+    for f in &mut job.files {
+        if let Some(host) = named.get(&f.id) {
+            f.hints.host = Some(host.as_str().to_string());
+        }
+    }
+    // A row with any host of its own (a prompt in the capture) keeps it.
+    place_rows(&named, |_| true, &mut job.ports, &mut job.gids, counters);
+}
+
+/// The first folder of `path` named by an address.
+fn address_folder(path: &str) -> Option<IpAddr> {
+    let (dirs, _) = path.rsplit_once('/')?;
+    dirs.split('/').find_map(|d| d.parse().ok())
+}
+
+/// Each address NCCL's lines print, with the hosts that print it.
+fn address_owners(job: &Job) -> BTreeMap<IpAddr, BTreeSet<String>> {
+    let mut owners: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+    let kinds = |k| {
+        matches!(
+            k,
+            EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
+        )
+    };
+    for (_, e) in job.events_where(kinds) {
+        let Some(host) = e.who.host.as_ref().map(|h| short_host(h.as_str())) else {
+            continue;
+        };
+        let listed = e.text_field("interfaces").unwrap_or("");
+        // `eth0:10.0.0.1<0>`: the address sits between the colon and `<`.
+        let in_list = listed.split_whitespace().filter_map(|w| {
+            let (_, rest) = w.split_once(':')?;
+            rest.split('<').next()
+        });
+        let named = [e.text_field("ip"), e.text_field("oob_ip")];
+        for addr in named.into_iter().flatten().chain(in_list) {
+            let addr = addr.split(['%', '<']).next().unwrap_or(addr);
+            if let Ok(ip) = addr.parse::<IpAddr>() {
+                owners.entry(ip).or_default().insert(host.to_string());
+            }
+        }
+    }
+    owners
 }
 
 /// A host's console captured under its name (`torchrun … | tee node005.log`)
@@ -272,6 +365,22 @@ mod tests {
             host_of("gpu-13-ethtool-S-enp26s0np0-before.txt"),
             Some("gpu-13")
         );
+    }
+
+    #[test]
+    fn a_folder_named_by_an_address_is_read_as_one() {
+        let at = |p: &str| address_folder(p).map(|a| a.to_string());
+        assert_eq!(
+            at("10.0.0.5/counters/before/x.txt").as_deref(),
+            Some("10.0.0.5")
+        );
+        assert_eq!(at("logs/fe80::1/x.txt").as_deref(), Some("fe80::1"));
+        assert_eq!(
+            at("10.0.0.5.txt"),
+            None,
+            "a file's own name is not a folder"
+        );
+        assert_eq!(at("node005/x.txt"), None);
     }
 
     #[test]

@@ -46,9 +46,10 @@ pub fn build(
     flight::synthesize(&mut job);
     file_hosts::adopt_logs(&mut job);
     job.index_kinds();
+    let mut store = tables.counters;
+    file_hosts::adopt_address_folders(&mut job, &mut store);
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
-    let mut store = tables.counters;
     let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &store);
     let ((counted, distinct), inits) = if unplaced.is_empty() {
         // The counters and the distinct links need nothing the ranks are
