@@ -60,23 +60,38 @@ fn flat_job(scenario: Scenario, seed: u64, naming: HostIn, dir: &Path) -> Value 
 /// A 16-rank job whose logs sit in one Slurm output and whose system
 /// dumps sit in `<host>/…`.
 fn slurm_job(scenario: Scenario, seed: u64, dir: &Path) -> Value {
-    let opts = SimOptions {
-        scenario,
-        ranks: 16,
-        seed,
-        layout: Some(Layout::Slurm),
-        nccl_version: None,
-        torch_version: None,
-        profile: Profile::Small,
-    };
-    let done = simulate::simulate(&opts, dir).unwrap();
-    let truth = serde_json::to_value(&done.truth).unwrap();
+    let truth = simulated(
+        SeededScenario { scenario, seed },
+        Layout::Slurm,
+        Profile::Small,
+        dir,
+    );
     assert_eq!(
         truth["sources"]["counters"], true,
         "this seed writes counters"
     );
     assert_eq!(truth["sources"]["snapshots"], true, "and snapshots");
     truth
+}
+
+/// A scenario and the seed that draws its job.
+struct SeededScenario {
+    scenario: Scenario,
+    seed: u64,
+}
+
+/// Simulates a 16-rank job into `dir` and returns its truth.
+fn simulated(job: SeededScenario, layout: Layout, profile: Profile, dir: &Path) -> Value {
+    let opts = SimOptions {
+        scenario: job.scenario,
+        ranks: 16,
+        seed: job.seed,
+        layout: Some(layout),
+        nccl_version: None,
+        torch_version: None,
+        profile,
+    };
+    serde_json::to_value(&simulate::simulate(&opts, dir).unwrap().truth).unwrap()
 }
 
 fn move_dumps(dir: &Path, host: &str, phase: Option<&str>, naming: HostIn, flat: &Path) {
@@ -250,17 +265,11 @@ fn tee_consoles(dir: &Path) {
 #[test]
 fn a_hosts_console_named_after_it_holds_that_hosts_ranks() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = SimOptions {
+    let job = SeededScenario {
         scenario: Scenario::Fault(CauseKind::Memlock),
-        ranks: 16,
         seed: 35001,
-        layout: Some(Layout::Torchrun),
-        nccl_version: None,
-        torch_version: None,
-        profile: Profile::Small,
     };
-    let truth =
-        serde_json::to_value(&simulate::simulate(&opts, tmp.path()).unwrap().truth).unwrap();
+    let truth = simulated(job, Layout::Torchrun, Profile::Small, tmp.path());
     tee_consoles(tmp.path());
     let report = common::analyze_to_json(tmp.path());
     let v = &report["verdict"];
@@ -322,17 +331,11 @@ fn bootstrap_address(host: &Path) -> Option<String> {
 #[test]
 fn folders_named_by_address_belong_to_the_host_that_bootstraps_from_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = SimOptions {
+    let job = SeededScenario {
         scenario: Scenario::Fault(CauseKind::MtuMismatch),
-        ranks: 16,
         seed: 5,
-        layout: Some(Layout::Torchrun),
-        nccl_version: None,
-        torch_version: None,
-        profile: Profile::Full,
     };
-    let truth =
-        serde_json::to_value(&simulate::simulate(&opts, tmp.path()).unwrap().truth).unwrap();
+    let truth = simulated(job, Layout::Torchrun, Profile::Full, tmp.path());
     assert_eq!(
         truth["sources"]["snapshots"], true,
         "this seed writes snapshots"

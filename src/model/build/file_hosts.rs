@@ -114,6 +114,13 @@ pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) 
     if named.is_empty() {
         return;
     }
+    place_files(job, &named);
+    // A row with any host of its own (a prompt in the capture) keeps it.
+    place_rows(&named, |_| true, &mut job.ports, &mut job.gids, counters);
+}
+
+/// Gives each file of `named` its host, and its lines that name none.
+fn place_files(job: &mut Job, named: &FxHashMap<FileId, Sym>) {
     for e in &mut job.events {
         if e.who.host.is_none()
             && let Some(host) = named.get(&e.origin.file)
@@ -126,8 +133,6 @@ pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) 
             f.hints.host = Some(host.as_str().to_string());
         }
     }
-    // A row with any host of its own (a prompt in the capture) keeps it.
-    place_rows(&named, |_| true, &mut job.ports, &mut job.gids, counters);
 }
 
 /// The first folder of `path` named by an address.
@@ -211,18 +216,7 @@ pub(super) fn adopt_logs(job: &mut Job) {
     if named.is_empty() {
         return;
     }
-    for e in &mut job.events {
-        if e.who.host.is_none()
-            && let Some(host) = named.get(&e.origin.file)
-        {
-            e.who.host = Some(host.clone());
-        }
-    }
-    for f in &mut job.files {
-        if let Some(host) = named.get(&f.id) {
-            f.hints.host = Some(host.as_str().to_string());
-        }
-    }
+    place_files(job, &named);
 }
 
 /// The short names of the hosts the job's ranks, lines and folders name.
