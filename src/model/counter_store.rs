@@ -137,8 +137,11 @@ impl CounterStore {
         named: &FxHashMap<FileId, Sym>,
         is_job_host: impl Fn(&str) -> bool,
     ) {
-        let ids: FxHashMap<FileId, NameId> = named
-            .iter()
+        // New names join the table in file order, not the map's.
+        let mut files: Vec<(&FileId, &Sym)> = named.iter().collect();
+        files.sort_unstable_by_key(|(file, _)| **file);
+        let ids: FxHashMap<FileId, NameId> = files
+            .into_iter()
             .map(|(&file, host)| (file, self.intern_sym(host.clone())))
             .collect();
         let names = &self.names;
