@@ -55,10 +55,10 @@ pub fn hints_from_path(path: &str) -> PathHints {
 }
 
 /// The host an archive of one host's files is named after
-/// (`node005.tar.gz`, `gpu-17.cluster.local.tgz`).
+/// (`node005.tar.gz`, `gpu-17.cluster.local.tgz`, `node006.zip`).
 pub fn host_of_archive(path: &str) -> Option<String> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let stem = [".tar.gz", ".tar.zst", ".tar.zstd", ".tgz", ".tar"]
+    let stem = [".tar.gz", ".tar.zst", ".tar.zstd", ".tgz", ".tar", ".zip"]
         .iter()
         .find_map(|ext| name.strip_suffix(ext))?;
     host_of_folder(stem).map(str::to_string)
@@ -138,6 +138,7 @@ mod tests {
             host_of_archive("gpu-17.cluster.local.tgz").as_deref(),
             Some("gpu-17")
         );
+        assert_eq!(host_of_archive("node006.zip").as_deref(), Some("node006"));
         assert_eq!(host_of_archive("logs.tar.gz"), None);
         assert_eq!(host_of_archive("node005.log"), None);
     }
