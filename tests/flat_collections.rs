@@ -347,3 +347,31 @@ fn folders_named_by_address_belong_to_the_host_that_bootstraps_from_it() {
     assert_placed_as_truth(&truth, &report);
     assert_eq!(report["verdict"]["stuck_ranks"], truth["stuck_ranks"]);
 }
+
+#[test]
+fn folders_named_after_a_host_with_a_word_joined_belong_to_that_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = slurm_job(Scenario::Fault(CauseKind::MtuMismatch), 5, tmp.path());
+    // `counters-node005/before/…` and `sys-node005/ibstat.txt`.
+    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
+        if !host.is_dir() {
+            continue;
+        }
+        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+        fs::rename(
+            host.join("counters"),
+            tmp.path().join(format!("counters-{name}")),
+        )
+        .unwrap();
+        fs::rename(&host, tmp.path().join(format!("sys-{name}"))).unwrap();
+    }
+    let report = common::analyze_to_json(tmp.path());
+    assert_placed_as_truth(&truth, &report);
+    let hosts = report["job"]["hosts"].as_array().unwrap();
+    assert!(
+        hosts
+            .iter()
+            .all(|h| !h.as_str().unwrap().starts_with("sys-")),
+        "{hosts:?}"
+    );
+}

@@ -119,6 +119,101 @@ pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) 
     place_rows(&named, |_| true, &mut job.ports, &mut job.gids, counters);
 }
 
+/// Folders named after a host with a word joined to it (`sys-dgx017/`,
+/// `counters-node005/`) were taken for a host of that whole name. Where a
+/// job host stands as a token inside such a name, and no NCCL line names
+/// the whole of it as a host, the folder is that job host's. Runs before
+/// the ranks are resolved, so that its lines count for them.
+pub(super) fn adopt_prefixed_folders(job: &mut Job, counters: &mut CounterStore) {
+    let folder_hosts: BTreeSet<&str> = job
+        .files
+        .iter()
+        .filter_map(|f| f.hints.host.as_deref())
+        .collect();
+    if folder_hosts.len() < 2 {
+        return;
+    }
+    let mut known: FxHashSet<String> = folder_hosts.iter().map(|h| h.to_string()).collect();
+    known.extend(line_hosts(job));
+    known.extend(launcher_hosts(job));
+    let mut renamed: BTreeMap<String, Sym> = folder_hosts
+        .iter()
+        .filter_map(|h| Some((h.to_string(), Sym::new(inner_host(h, &known)?))))
+        .collect();
+    if renamed.is_empty() {
+        return;
+    }
+    // A name an NCCL line prints as its own host is a host, whatever it holds.
+    for e in job.events.iter().filter(|e| e.pattern.starts_with("nccl.")) {
+        if let Some(h) = &e.who.host {
+            renamed.remove(short_host(h.as_str()));
+        }
+    }
+    if renamed.is_empty() {
+        return;
+    }
+    let named: FxHashMap<FileId, Sym> = job
+        .files
+        .iter()
+        .filter_map(|f| Some((f.id, renamed.get(f.hints.host.as_deref()?)?.clone())))
+        .collect();
+    for e in &mut job.events {
+        if let Some(host) = named.get(&e.origin.file)
+            && e.who
+                .host
+                .as_ref()
+                .is_some_and(|h| renamed.contains_key(h.as_str()))
+        {
+            e.who.host = Some(host.clone());
+        }
+    }
+    place_files(job, &named);
+    let is_job_host = |h: &str| !renamed.contains_key(h);
+    place_rows(&named, is_job_host, &mut job.ports, &mut job.gids, counters);
+}
+
+/// The hosts the launcher names (`srun: error: node07: tasks 8-15: …`,
+/// the ChildFailedError's `host :`), one host a line.
+fn launcher_hosts(job: &Job) -> Vec<String> {
+    let kinds = |k| matches!(k, EventKind::TaskExited | EventKind::ChildFailedField);
+    job.events_where(kinds)
+        .filter_map(|(_, e)| match e.kind {
+            EventKind::TaskExited => e.text_field("hosts"),
+            _ => e
+                .text_field("value")
+                .filter(|_| e.text_field("field") == Some("host")),
+        })
+        .filter(|h| !h.contains(['[', ',']))
+        .map(|h| short_host(h).to_string())
+        .collect()
+}
+
+/// The longest of `known` other than `name` that stands as a token inside
+/// `name` (`dgx017` in `sys-dgx017`).
+fn inner_host<'k>(name: &str, known: &'k FxHashSet<String>) -> Option<&'k str> {
+    let cuts: Vec<usize> = std::iter::once(0)
+        .chain(
+            name.char_indices()
+                .filter(|(_, c)| !c.is_ascii_alphanumeric())
+                .flat_map(|(i, c)| [i, i + c.len_utf8()]),
+        )
+        .chain([name.len()])
+        .collect();
+    let mut best: Option<&'k str> = None;
+    for (i, &from) in cuts.iter().enumerate() {
+        for &to in &cuts[i + 1..] {
+            let part = &name[from..to];
+            if part.len() < name.len()
+                && let Some(k) = known.get(part)
+                && best.is_none_or(|b| k.len() > b.len())
+            {
+                best = Some(k.as_str());
+            }
+        }
+    }
+    best
+}
+
 /// Gives each file of `named` its host, and its lines that name none.
 fn place_files(job: &mut Job, named: &FxHashMap<FileId, Sym>) {
     for e in &mut job.events {
@@ -227,6 +322,15 @@ fn job_hosts(job: &Job) -> FxHashSet<String> {
         .chain(folders)
         .map(|h| short_host(h).to_string())
         .collect();
+    known.extend(line_hosts(job));
+    known.retain(|h| !h.is_empty());
+    known
+}
+
+/// The short names of the hosts the job's lines carry (their own, or their
+/// file's).
+fn line_hosts(job: &Job) -> FxHashSet<String> {
+    let mut hosts = FxHashSet::default();
     // The events of one writer share one copy of its host: look each
     // copy up once, not once per line.
     let mut last: Option<*const u8> = None;
@@ -234,11 +338,10 @@ fn job_hosts(job: &Job) -> FxHashSet<String> {
         let at = host.as_str().as_ptr();
         if last != Some(at) {
             last = Some(at);
-            known.insert(short_host(host.as_str()).to_string());
+            hosts.insert(short_host(host.as_str()).to_string());
         }
     }
-    known.retain(|h| !h.is_empty());
-    known
+    hosts
 }
 
 /// The longest of `hosts` that stands as a token (bounded by anything but a
@@ -375,6 +478,25 @@ mod tests {
             "a file's own name is not a folder"
         );
         assert_eq!(at("node005/x.txt"), None);
+    }
+
+    #[test]
+    fn a_host_joined_to_a_word_is_found_inside_the_name() {
+        let known: FxHashSet<String> = ["dgx017", "h100-r00-n027", "sys-dgx017", "r00"]
+            .map(String::from)
+            .into_iter()
+            .collect();
+        assert_eq!(inner_host("sys-dgx017", &known), Some("dgx017"));
+        assert_eq!(
+            inner_host("counters-h100-r00-n027", &known),
+            Some("h100-r00-n027")
+        );
+        assert_eq!(inner_host("dgx0171", &known), None);
+        assert_eq!(
+            inner_host("dgx017", &known),
+            None,
+            "a name is not inside itself"
+        );
     }
 
     #[test]

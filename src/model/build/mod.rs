@@ -48,6 +48,7 @@ pub fn build(
     job.index_kinds();
     let mut store = tables.counters;
     file_hosts::adopt_address_folders(&mut job, &mut store);
+    file_hosts::adopt_prefixed_folders(&mut job, &mut store);
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
     let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &store);
