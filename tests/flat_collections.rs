@@ -44,13 +44,10 @@ fn flat_name(naming: HostIn, host: &str, phase: Option<&str>, file: &str) -> Str
 /// Simulates a [`slurm_job`], then moves every dump into `sys/`.
 fn flat_job(scenario: Scenario, seed: u64, naming: HostIn, dir: &Path) -> Value {
     let truth = slurm_job(scenario, seed, dir);
+    let hosts = host_folders(dir);
     let flat = dir.join("sys");
     fs::create_dir_all(&flat).unwrap();
-    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
-        if !host.is_dir() || host == flat {
-            continue;
-        }
-        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+    for (host, name) in hosts {
         move_dumps(&host, &name, None, naming, &flat);
         fs::remove_dir_all(&host).unwrap();
     }
@@ -72,6 +69,21 @@ fn slurm_job(scenario: Scenario, seed: u64, dir: &Path) -> Value {
     );
     assert_eq!(truth["sources"]["snapshots"], true, "and snapshots");
     truth
+}
+
+/// The folders directly under `dir`, with their names, in name order.
+fn host_folders(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            (p, name)
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// A scenario and the seed that draws its job.
@@ -184,11 +196,8 @@ fn counters_shown_together_by_tail_keep_each_dump_apart() {
 
 /// The folders of a [`slurm_job`], renamed by `rename(host)`.
 fn rename_host_folders(dir: &Path, rename: impl Fn(&str) -> String) {
-    for host in fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
-        if host.is_dir() {
-            let name = host.file_name().unwrap().to_str().unwrap();
-            fs::rename(&host, dir.join(rename(name))).unwrap();
-        }
+    for (host, name) in host_folders(dir) {
+        fs::rename(&host, dir.join(rename(&name))).unwrap();
     }
 }
 
@@ -212,11 +221,7 @@ fn folders_named_by_fqdn_hold_the_short_hosts_dumps() {
 fn an_archive_per_host_holds_that_hosts_dumps() {
     let tmp = tempfile::tempdir().unwrap();
     let truth = slurm_job(Scenario::Fault(CauseKind::MtuMismatch), 5, tmp.path());
-    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
-        if !host.is_dir() {
-            continue;
-        }
-        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+    for (host, name) in host_folders(tmp.path()) {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         let mut tar = tar::Builder::new(gz);
         tar.append_dir_all(".", &host).unwrap();
@@ -353,11 +358,7 @@ fn folders_named_after_a_host_with_a_word_joined_belong_to_that_host() {
     let tmp = tempfile::tempdir().unwrap();
     let truth = slurm_job(Scenario::Fault(CauseKind::MtuMismatch), 5, tmp.path());
     // `counters-node005/before/…` and `sys-node005/ibstat.txt`.
-    for host in fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()) {
-        if !host.is_dir() {
-            continue;
-        }
-        let name = host.file_name().unwrap().to_str().unwrap().to_string();
+    for (host, name) in host_folders(tmp.path()) {
         fs::rename(
             host.join("counters"),
             tmp.path().join(format!("counters-{name}")),
