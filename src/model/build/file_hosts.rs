@@ -1,4 +1,7 @@
-//! Hosts that only a file's name spells.
+//! Hosts that a file's name or folder says, where the plain folder-per-host
+//! hint did not: dumps named after their host in a shared folder, a host's
+//! console saved under its name, folders named by a host's address or by
+//! a host with a word joined (`sys-dgx017/`).
 //!
 //! Collection scripts often write every host's dumps into one folder,
 //! naming each file after its host: `node005-perfquery-after.txt`,
@@ -26,15 +29,26 @@ pub(super) fn unplaced(
     gids: &[GidEntry],
     counters: &CounterStore,
 ) -> Vec<FileId> {
-    let snapshots = ports.iter().filter_map(|p| p.origin);
-    let gid_rows = gids.iter().filter_map(|g| g.origin);
-    let mut with_rows: FxHashSet<FileId> = snapshots.chain(gid_rows).map(|o| o.file).collect();
-    with_rows.extend(counters.readings.iter().map(|r| r.file));
-    files
+    // Folder layouts place every file: look at no row (millions at scale).
+    let hostless: FxHashSet<FileId> = files
         .iter()
-        .filter(|f| f.hints.host.is_none() && with_rows.contains(&f.id))
+        .filter(|f| f.hints.host.is_none())
         .map(|f| f.id)
-        .collect()
+        .collect();
+    if hostless.is_empty() {
+        return Vec::new();
+    }
+    let snapshots = ports.iter().filter_map(|p| p.origin).map(|o| o.file);
+    let gid_rows = gids.iter().filter_map(|g| g.origin).map(|o| o.file);
+    let readings = counters.readings.iter().map(|r| r.file);
+    let mut with_rows: Vec<FileId> = snapshots
+        .chain(gid_rows)
+        .chain(readings)
+        .filter(|id| hostless.contains(id))
+        .collect();
+    with_rows.sort_unstable();
+    with_rows.dedup();
+    with_rows
 }
 
 /// Gives the rows of each `unplaced` file that have no host of the job's
