@@ -28,6 +28,12 @@ fn errno_is(ev: &Event, code: i64, text: &str) -> bool {
     ev.int("errno") == Some(code) || error.contains(text)
 }
 
+/// A queue pair that could not be brought up to its peer: it timed out
+/// (ETIMEDOUT) or found no route to the peer's GID (ENETUNREACH, RoCE).
+fn qp_cannot_reach(ev: &Event) -> bool {
+    errno_is(ev, 110, "timed out") || errno_is(ev, 101, "network is unreachable")
+}
+
 fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut hyps: BTreeMap<CauseKind, Hypothesis> = BTreeMap::new();
     let link_layer = fabric_link_layer(ctx);
@@ -47,8 +53,10 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 .map_or_else(|| format!("{call} failed"), |e| format!("{call}: {e}"))
         );
         match call {
-            "ibv_reg_mr" | "ibv_create_qp" | "ibv_create_cq" | "ibv_reg_dmabuf_mr"
-            | "ibv_alloc_pd" => {
+            // `ibv_reg_mr_iova2` is the registration NCCL 2.19+ calls when
+            // the verbs library has it; a failure there is the same limit.
+            "ibv_reg_mr" | "ibv_reg_mr_iova2" | "ibv_create_qp" | "ibv_create_cq"
+            | "ibv_reg_dmabuf_mr" | "ibv_alloc_pd" => {
                 let w = if errno_is(ev, 12, "cannot allocate memory") {
                     0.75
                 } else {
@@ -69,7 +77,18 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     ),
                 );
             }
-            "ibv_modify_qp" if errno_is(ev, 110, "timed out") => {
+            // An explicit NCCL_IB_GID_INDEX naming an entry this host's
+            // table does not populate (indices differ between hosts).
+            "ibv_modify_qp" if errno_is(ev, 19, "no such device") => {
+                add(
+                    CauseKind::GidIndex,
+                    0.7,
+                    format!(
+                        "the queue pair's GID index names no GID on this NIC ({detail}): a wrong RoCE GID index"
+                    ),
+                );
+            }
+            "ibv_modify_qp" if qp_cannot_reach(ev) => {
                 // NCCL's own hint says cross-rail. A GID that does not route
                 // (link-local, RoCE v1) times out the same way: a forced
                 // NCCL_IB_GID_INDEX points there, and so does a GID table
@@ -83,14 +102,14 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     CauseKind::GidIndex,
                     gid_w,
                     format!(
-                        "queue-pair connection timed out ({detail}): the GID in use may not route to the peer"
+                        "queue-pair connection failed ({detail}): the GID in use may not route to the peer"
                     ),
                 );
                 add(
                     CauseKind::CrossRail,
                     rail_w,
                     format!(
-                        "queue-pair connection timed out ({detail}): the peer NIC may be on another rail"
+                        "queue-pair connection failed ({detail}): the peer NIC may be on another rail"
                     ),
                 );
             }
@@ -108,9 +127,7 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let timeouts: Vec<EventIdx> = ctx
         .job
         .events_where(|k| k == EventKind::VerbsCallFailed)
-        .filter(|(_, ev)| {
-            ev.text_field("call") == Some("ibv_modify_qp") && errno_is(ev, 110, "timed out")
-        })
+        .filter(|(_, ev)| ev.text_field("call") == Some("ibv_modify_qp") && qp_cannot_reach(ev))
         .map(|(i, _)| i)
         .collect();
     for kind in [CauseKind::CrossRail, CauseKind::GidIndex] {

@@ -1,0 +1,82 @@
+//! Verbs calls that fail while NCCL sets up its IB/RoCE connections, in the
+//! wordings of the NCCL releases that print them (misc/ibvwrap.cc).
+
+use serde_json::Value;
+
+mod common;
+
+use common::write;
+
+/// Two hosts, four ranks each, one NCCL_DEBUG_FILE per rank: every rank
+/// prints its version and `env` lines; the ranks of `failing_host` then
+/// print `warn` (a verbs wrapper's WARN, without the host prefix).
+fn job(version: &str, env: &str, failing_host: &str, warn: &str) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..8u32 {
+        let host = format!("node{:03}", r / 4 + 1);
+        let (l, pid) = (r % 4, 5200 + r);
+        let mut text = format!("{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version {version}\n");
+        for line in env.lines() {
+            text.push_str(&format!("{host}:{pid}:{pid} [{l}] NCCL INFO {line}\n"));
+        }
+        text.push_str(&format!(
+            "{host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.{}<0>\n",
+            r / 4 + 1
+        ));
+        if host == failing_host {
+            text.push_str(&format!("\n{host}:{pid}:{} [{l}] {warn}\n", pid + 40));
+        }
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    (dir, doc)
+}
+
+/// NCCL ≤2.18 (NVIDIA/nccl#718's shape): an explicit NCCL_IB_GID_INDEX that
+/// names an entry one host's GID table does not populate makes
+/// ibv_modify_qp fail with ENODEV there.
+#[test]
+fn modify_qp_enodev_is_a_gid_index_that_host_lacks_nccl_2_18() {
+    let (_dir, doc) = job(
+        "2.18.3+cuda12.2",
+        "NCCL_IB_GID_INDEX set by environment to 5.",
+        "node002",
+        "misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error No such device",
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node002", "{v:#}");
+}
+
+/// NCCL 2.19+ adds `errno %d`; ENETUNREACH on RoCE: the GID in use has no
+/// route to the peer, the same family as the ETIMEDOUT case (GID or rail).
+#[test]
+fn modify_qp_enetunreach_is_a_gid_that_does_not_route_nccl_2_19() {
+    let (_dir, doc) = job(
+        "2.19.3+cuda12.2",
+        "NCCL_IB_GID_INDEX set by environment to 1.",
+        "node002",
+        "misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable errno 101",
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+}
+
+/// NCCL registers its buffers with ibv_reg_mr_iova2 where the verbs
+/// library has it (NVIDIA/nccl-tests#206's shape): ENOMEM there is the
+/// locked-memory limit like any other registration.
+#[test]
+fn reg_mr_iova2_enomem_is_the_memlock_limit_nccl_2_18() {
+    let (_dir, doc) = job(
+        "2.18.5+cuda12.2",
+        "",
+        "node001",
+        "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory",
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node001", "{v:#}");
+}
