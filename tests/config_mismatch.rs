@@ -93,3 +93,38 @@ fn assert_odd_host(job: &std::path::Path, host: &str, ranks: &[u64], why: &str) 
         .collect();
     assert!(reasons.iter().any(|w| w.contains(why)), "{reasons:#?}");
 }
+
+/// NVIDIA/nccl#1634's shape, NCCL 2.23: three hosts of two ranks, one
+/// NCCL_DEBUG_FILE each, hang at ALLREDUCE 12. node001 and node003 load the
+/// HPC-X plugin (its `Plugin Path :` line and NCCL's `Loaded net plugin`);
+/// node002 finds none and falls back to NCCL's internal one. No `Using
+/// network` line survived (NCCL_DEBUG_SUBSYS=INIT): the plugin lines alone
+/// single out node002.
+#[test]
+fn a_host_without_the_network_plugin_the_others_load_is_the_odd_one_nccl_2_23() {
+    let dir = tempfile::tempdir().unwrap();
+    for rank in 0..6u32 {
+        let host = format!("node00{}", rank / 2 + 1);
+        let (pid, local) = (61000 + rank, rank % 2);
+        let mut log =
+            format!("{host}:{pid}:{pid} [{local}] NCCL INFO NCCL version 2.23.4+cuda12.6\n");
+        if rank / 2 == 1 {
+            log.push_str(&format!("{host}:{pid}:{} [{local}] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n", pid + 9));
+        } else {
+            log.push_str(&format!("{host}:{pid}:{} [{local}] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n", pid + 9));
+            log.push_str(&format!(
+                "{host}:{pid}:{} [{local}] NCCL INFO NET/Plugin: Loaded net plugin IBext_v8 (v8)\n",
+                pid + 9
+            ));
+        }
+        log.push_str(&format!("{host}:{pid}:{pid} [{local}] NCCL INFO comm 0x5581c0 rank {rank} nranks 6 cudaDev {local} nvmlDev {local} busId {}000 commId 0x8e2f0c1d - Init COMPLETE\n", 18 + local));
+        log.push_str(&format!("[rank{rank}]:[E1201 10:31:07.120000000 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600073 milliseconds before timing out.\n"));
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}.log"), &log);
+    }
+    assert_odd_host(
+        dir.path(),
+        "node002",
+        &[2, 3],
+        "the hosts differ in network plugin",
+    );
+}

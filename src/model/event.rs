@@ -114,6 +114,8 @@ event_kinds! {
     NcclNetIb => "nccl_net_ib",
     NcclNetSocket => "nccl_net_socket",
     NcclNetSelected => "nccl_net_selected",
+    /// The external network plugin a process loaded, or `internal`.
+    NcclNetPlugin => "nccl_net_plugin",
     NcclChannel => "nccl_channel",
     NcclTrees => "nccl_trees",
     NcclEnvSetting => "nccl_env_setting",
@@ -225,6 +227,7 @@ impl EventKind {
                 | EventKind::NcclNetIb
                 | EventKind::NcclNetSocket
                 | EventKind::NcclNetSelected
+                | EventKind::NcclNetPlugin
                 | EventKind::NcclBootstrapIface
                 | EventKind::ChildFailedField
                 | EventKind::CppExceptionOrigin

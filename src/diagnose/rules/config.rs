@@ -1,5 +1,5 @@
 //! Hosts configured differently from the rest of the job: another NCCL
-//! release, another network transport, other NCCL_* settings.
+//! release, another network transport or plugin, other NCCL_* settings.
 //!
 //! The culprit is the set of hosts that differ. Most of the time that is the
 //! minority; when the job splits evenly (two hosts, one each way) the logs
@@ -136,6 +136,12 @@ fn is_socket(network: &str) -> bool {
     network.eq_ignore_ascii_case("socket")
 }
 
+/// A host without the plugin the others load (installed on part of the
+/// fleet, or not found on its library path).
+fn is_internal(plugin: &str) -> bool {
+    plugin == "internal"
+}
+
 fn is_set(value: &str) -> bool {
     value != UNSET
 }
@@ -179,7 +185,7 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if place(job, &axes, &mut h) == Some(false) {
         cite_shipped(&axes[0], &mut h);
         details.push(
-            "the hosts split evenly: the side named is the one that sets a variable the other leaves at its default, falls back to sockets, runs another NCCL than its PyTorch ships, or differs from rank 0's host".into(),
+            "the hosts split evenly: the side named is the one that sets a variable the other leaves at its default, falls back to sockets or lacks the network plugin the other loads, runs another NCCL than its PyTorch ships, or differs from rank 0's host".into(),
         );
     }
     details.dedup();
@@ -211,6 +217,7 @@ fn cite_shipped(version: &Axis, h: &mut Hypothesis) {
 fn axes(job: &Job) -> Vec<Axis> {
     let mut version = Axis::new("NCCL release", 0.7, never);
     let mut network = Axis::new("network transport", 0.6, is_socket);
+    let mut plugin = Axis::new("network plugin", 0.45, is_internal);
     let mut env: BTreeMap<String, Axis> = BTreeMap::new();
     let mut env_hosts = BTreeSet::new();
     for (idx, ev) in job.events.iter().enumerate() {
@@ -229,6 +236,15 @@ fn axes(job: &Job) -> Vec<Axis> {
                 if let Some(n) = ev.text_field("network") {
                     network.note(n, host, rank0, idx);
                 }
+            }
+            // Which plugin, or only whether one loaded: a process running
+            // the HPC-X plugin prints both its path and its name.
+            EventKind::NcclNetPlugin => {
+                let value = match ev.text_field("plugin") {
+                    Some("internal") => "internal",
+                    _ => "external",
+                };
+                plugin.note(value, host, rank0, idx);
             }
             EventKind::NcclEnvSetting => {
                 let (Some(name), Some(value)) = (ev.text_field("name"), ev.text_field("value"))
@@ -264,7 +280,7 @@ fn axes(job: &Job) -> Vec<Axis> {
             axis.add(UNSET, host, None);
         }
     }
-    let mut out = vec![version, network];
+    let mut out = vec![version, network, plugin];
     out.extend(env.into_values());
     out
 }
