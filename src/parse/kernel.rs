@@ -53,10 +53,15 @@ pub fn prefix(s: &[u8]) -> Option<KernelPrefix<'_>> {
     match s.first()? {
         b'[' => bracket_uptime(s).or_else(|| bracket_ctime(s)),
         b'<' => printk_level(s),
-        b'0'..=b'9' => kmsg(s).or_else(|| iso_syslog(s)),
+        b'0'..=b'9' => kmsg(s)
+            .or_else(|| iso_syslog(s))
+            .or_else(|| localized_syslog(s)),
         b'k' => bare_kernel_tag(s).or_else(|| decoded_level(s)),
-        b'A'..=b'Z' => rfc3164(s).or_else(|| logread(s)),
-        b'a'..=b'z' => decoded_level(s),
+        b'A'..=b'Z' => rfc3164(s)
+            .or_else(|| logread(s))
+            .or_else(|| localized_syslog(s)),
+        b'a'..=b'z' => decoded_level(s).or_else(|| localized_syslog(s)),
+        0x80.. => localized_syslog(s),
         _ => None,
     }
 }
@@ -372,6 +377,82 @@ fn rfc3164(s: &[u8]) -> Option<KernelPrefix<'_>> {
     Some(p)
 }
 
+/// A journal or syslog line whose month name follows LC_TIME (`фев 12
+/// 00:48:02 host kernel: `, `4月 28 15:08:10 host kernel: `, `april 24 …`):
+/// the month is read where it is a known name, else the line keeps its host
+/// and loses only its time. Only the `kernel: ` tag is taken: other
+/// programs' lines under an unknown first word are not a kernel log.
+fn localized_syslog(s: &[u8]) -> Option<KernelPrefix<'_>> {
+    let mw = word(s);
+    if mw == 0 || mw > 16 || s.get(mw) != Some(&b' ') {
+        return None;
+    }
+    let month = localized_month(&s[..mw]);
+    let mut i = mw + 1 + usize::from(s.get(mw + 1) == Some(&b' '));
+    let (day, dn) = digits(&s[i..])?;
+    if dn > 2 || !(1..=31).contains(&day) || s.get(i + dn) != Some(&b' ') {
+        return None;
+    }
+    i += dn + 1;
+    let (time, tn) = stamps::time(&s[i..])?;
+    i += tn;
+    if s.get(i) != Some(&b' ') {
+        return None;
+    }
+    i += 1;
+    let (host, tag_len) = host_and_tag(&s[i..])?;
+    if !s[i..i + tag_len].ends_with(b"kernel: ") {
+        return None;
+    }
+    let raw = match month {
+        Some(month) => RawTime::NoYear {
+            month,
+            day: day as u32,
+            time,
+        },
+        None => RawTime::None,
+    };
+    let mut p = KernelPrefix::new(raw, i + tag_len);
+    p.host = host;
+    Some(p)
+}
+
+/// Month names of the commonest LC_TIME locales, by their first letters
+/// (lower case): English, German, French, Spanish, Italian, Dutch,
+/// Portuguese, Russian; and CJK `N月`.
+fn localized_month(word: &[u8]) -> Option<u32> {
+    if let Some(n) = word.strip_suffix("月".as_bytes()) {
+        let (m, len) = digits(n)?;
+        return (len == n.len() && (1..=12).contains(&m)).then_some(m as u32);
+    }
+    let text = std::str::from_utf8(word).ok()?.to_lowercase();
+    let text = text.trim_end_matches('.');
+    const NAMES: [&[&str]; 12] = [
+        &["jan", "ene", "gen", "янв"],
+        &["feb", "fév", "fev", "фев"],
+        &["mar", "mär", "mrt", "мар"],
+        &["apr", "avr", "abr", "апр"],
+        &["may", "mai", "mag", "mei", "май", "мая"],
+        &["jun", "juin", "giu", "июн"],
+        &["jul", "juil", "lug", "июл"],
+        &["aug", "aoû", "ago", "авг"],
+        &["sep", "set", "сен"],
+        &["oct", "okt", "ott", "out", "окт"],
+        &["nov", "ноя"],
+        &["dec", "dez", "déc", "dic", "дек"],
+    ];
+    // Longest prefix first: `juil` (July) before `jui…`, `juin` (June).
+    let mut best: Option<(usize, u32)> = None;
+    for (m, names) in NAMES.iter().enumerate() {
+        for name in names.iter() {
+            if text.starts_with(name) && best.is_none_or(|(len, _)| name.len() > len) {
+                best = Some((name.len(), m as u32 + 1));
+            }
+        }
+    }
+    best.map(|(_, m)| m)
+}
+
 /// `2025-01-17T17:10:43+0000 host kernel: ` (`journalctl -o short-iso`,
 /// `short-iso-precise`). A bare ISO stamp is left to the generic reader.
 fn iso_syslog(s: &[u8]) -> Option<KernelPrefix<'_>> {
@@ -538,6 +619,51 @@ mod tests {
         ));
         assert_eq!(p.host, Some(&b"node1"[..]));
         assert_eq!(rest(line, &p), b"mlx5_core 0000:d2:00.0: x");
+    }
+
+    #[test]
+    fn localized_journal_months_keep_host_and_month() {
+        let line = "фев 12 00:48:02 gpu7 kernel: NVRM: Xid (PCI:0000:01:00): 79".as_bytes();
+        let p = piece(line);
+        assert!(
+            matches!(
+                p.time,
+                RawTime::NoYear {
+                    month: 2,
+                    day: 12,
+                    ..
+                }
+            ),
+            "{p:?}"
+        );
+        assert_eq!(p.host, Some(&b"gpu7"[..]));
+        assert_eq!(rest(line, &p), b"NVRM: Xid (PCI:0000:01:00): 79");
+        let cjk = piece("4月 28 15:08:10 node2 kernel: x".as_bytes());
+        assert!(matches!(
+            cjk.time,
+            RawTime::NoYear {
+                month: 4,
+                day: 28,
+                ..
+            }
+        ));
+        let dutch = piece(b"april 24 16:22:15 robin kernel: x");
+        assert!(matches!(
+            dutch.time,
+            RawTime::NoYear {
+                month: 4,
+                day: 24,
+                ..
+            }
+        ));
+        let french = piece("juil. 3 10:00:00 h kernel: x".as_bytes());
+        assert!(matches!(french.time, RawTime::NoYear { month: 7, .. }));
+        let unknown = piece("xyzzy 3 10:00:00 h9 kernel: x".as_bytes());
+        assert_eq!(unknown.time, RawTime::None);
+        assert_eq!(unknown.host, Some(&b"h9"[..]));
+        // Another program's line under an unknown first word is not kernel.
+        assert!(prefix(b"april 24 16:22:15 robin sshd[12]: x").is_none());
+        assert!(prefix(b"epoch 3 10:00:00 loss 0.5").is_none());
     }
 
     #[test]

@@ -377,10 +377,26 @@ fn ranks_of(job: &Job, by_host: &RanksByHost, ev: &Event, place: &KernelPlace) -
 /// The OOM killer's victims and segfaulted processes that are ranks.
 fn add_deaths(job: &mut Job) {
     let mut deaths: BTreeMap<(u32, bool), Death> = BTreeMap::new();
+    // Old kernels name the process they chose, then the one they killed: a
+    // child of it where it had one. The chosen one died only where no kill
+    // line of that host survived (a paste of the first line alone).
+    let killed_on: BTreeSet<Option<&str>> = job
+        .kernel
+        .places
+        .iter()
+        .filter(|(idx, _)| {
+            let ev = &job.events[**idx];
+            ev.kind == EventKind::KernelOomKill && ev.text_field("selected").is_none()
+        })
+        .map(|(_, place)| place.host.as_deref())
+        .collect();
     for (&idx, place) in &job.kernel.places {
         let ev = &job.events[idx];
         let oom = ev.kind == EventKind::KernelOomKill;
         if !oom && ev.kind != EventKind::KernelSegfault {
+            continue;
+        }
+        if ev.text_field("selected").is_some() && killed_on.contains(&place.host.as_deref()) {
             continue;
         }
         let (Some(pid), Some(&rank)) = (ev.int("pid"), place.ranks.iter().next()) else {
@@ -633,6 +649,37 @@ mod tests {
             (oom.host.as_deref(), &oom.ranks),
             (Some("node002"), &BTreeSet::from([6]))
         );
+        assert_eq!(job.deaths[0].rank, Some(6));
+    }
+
+    /// Linux ≤4.18: `Kill process 1006 … or sacrifice child` chose rank 6,
+    /// `Killed process 4254` was its child (a data-loader worker): the rank
+    /// was not the victim. With the first line alone, it was.
+    #[test]
+    fn an_oom_choice_is_a_death_only_without_the_kill_line_linux_4_15() {
+        let chose = || {
+            ev(
+                1,
+                EventKind::KernelOomKill,
+                "node002",
+                "kernel.oom_selected",
+                &[("pid", Value::Int(1006)), ("selected", text("yes"))],
+            )
+        };
+        let killed = ev(
+            2,
+            EventKind::KernelOomKill,
+            "node002",
+            "kernel.oom_killed",
+            &[("pid", Value::Int(4254))],
+        );
+        let mut job = base_job();
+        job.events = vec![chose(), killed];
+        collect(&mut job);
+        assert!(job.deaths.is_empty(), "{:?}", job.deaths);
+        let mut job = base_job();
+        job.events = vec![chose()];
+        collect(&mut job);
         assert_eq!(job.deaths[0].rank, Some(6));
     }
 
