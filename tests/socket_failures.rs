@@ -131,3 +131,25 @@ fn a_gid_hazard_does_not_explain_socket_failures() {
         .fold(0.0, f64::max);
     assert!(gid < 0.2, "the hazard is only a weak lead: {gid}");
 }
+
+/// pytorch/pytorch#68893's shape, NCCL 2.7.8 under Ray: rank 0's log pasted
+/// into an issue (every line keeps the `[0m ` of a lost colour code) ends
+/// in channel set-up, before any Init COMPLETE: nothing says the job
+/// finished. Its socket list holds a link-local veth address, a weak lead.
+#[test]
+fn an_info_log_cut_during_set_up_is_not_healthy_nccl_2_7() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = "[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO";
+    let socks = "[0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>";
+    let log = format!(
+        "Rank 0:\n{p} Bootstrap : Using {socks}\n{p} NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n[0m \n[0m ip-172-31-0-137:14605:14673 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n{p} NET/Socket : Using {socks}\n{p} Using network Socket\n[0m NCCL version 2.7.8+cuda11.1\n[0m ip-172-31-0-137:14605:14688 [0] NCCL INFO Channel 00/04 :    0   1\n"
+    );
+    write(dir.path(), "rank0.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(doc["job"]["hosts"], serde_json::json!(["ip-172-31-0-137"]));
+    assert_eq!(v["status"], "unknown", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("socket_interface"), "{summary}");
+    assert!(summary.contains("Init COMPLETE"), "{summary}");
+}

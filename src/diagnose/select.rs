@@ -347,6 +347,10 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
 /// success only at INFO).
 fn completion_seen(ctx: &Ctx<'_>) -> bool {
     let world = ctx.job.world_size;
+    // With NCCL_DEBUG=INFO, init prints far more than its banner: a log
+    // that stops after the banner and some set-up lines (a truncated paste,
+    // a process killed mid-init) shows no finish.
+    let info_logged = nccl_info_logged(ctx.job);
     ctx.job.events.iter().any(|e| {
         e.kind == EventKind::JobCompleted
             || e.kind == EventKind::JobCancelled
@@ -357,7 +361,22 @@ fn completion_seen(ctx: &Ctx<'_>) -> bool {
                 && e.int("nranks").map(|n| n as u32) == world)
             // Without NCCL_DEBUG=INFO the banner is all NCCL prints: it
             // came up, and (the caller checked) nothing failed after.
-            || e.kind == EventKind::NcclVersion
+            || (e.kind == EventKind::NcclVersion && !info_logged)
+    })
+}
+
+/// NCCL ran with NCCL_DEBUG=INFO: its set-up lines are there.
+fn nccl_info_logged(job: &Job) -> bool {
+    job.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::NcclCommInit
+                | EventKind::NcclBootstrapIface
+                | EventKind::NcclNetIb
+                | EventKind::NcclNetSocket
+                | EventKind::NcclNetSelected
+                | EventKind::NcclChannel
+        )
     })
 }
 
@@ -411,7 +430,9 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     let job = ctx.job;
     let mut notes = Vec::new();
     let has = |k: EventKind| job.events_where(|e| e == k).next().is_some();
-    if !has(EventKind::NcclCommInit) {
+    if !has(EventKind::NcclCommInit) && nccl_info_logged(job) {
+        notes.push("No `ncclCommInitRank … Init COMPLETE` line: the logs stop before NCCL finished initialising (or were cut); the full log of every rank would show where set-up stopped.".to_string());
+    } else if !has(EventKind::NcclCommInit) {
         notes.push("No NCCL init lines: run with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE=nccl.%h.%p) to map ranks to hosts, GPUs and NICs.".to_string());
     }
     if let Some(h) = hang {

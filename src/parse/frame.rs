@@ -44,6 +44,10 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
     let mut pos = 0;
     for _ in 0..MAX_PREFIXES {
         let s = &line[pos..];
+        if let Some(n) = colour_code(s) {
+            pos += n;
+            continue;
+        }
         if let Some(k) = kernel::prefix(s) {
             apply_kernel(&mut f, &k);
             pos += k.len;
@@ -152,6 +156,27 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// A terminal colour code before or between prefixes (Ray's coloured
+/// `(RayWorker pid=N)`, coloured loggers captured from a terminal), with the
+/// spaces after it. Pasted into an issue, the ESC byte is often lost and
+/// `[0m ` is left: that residue is peeled too.
+fn colour_code(s: &[u8]) -> Option<usize> {
+    let start = usize::from(s.first() == Some(&0x1b));
+    if s.get(start) != Some(&b'[') {
+        return None;
+    }
+    let params = s[start + 1..]
+        .iter()
+        .take(16)
+        .take_while(|b| b.is_ascii_digit() || **b == b';')
+        .count();
+    if (params == 0 && start == 0) || s.get(start + 1 + params) != Some(&b'm') {
+        return None;
+    }
+    let n = start + params + 2;
+    Some(n + spaces(&s[n..]))
 }
 
 fn spaces(s: &[u8]) -> usize {
@@ -278,6 +303,19 @@ mod tests {
         assert_eq!(f.who.host.as_deref(), Some("h100-28"));
         assert_eq!(f.who.pid, Some(238));
         assert_eq!(f.body, b"communicator encountered a fatal error");
+    }
+
+    #[test]
+    fn colour_codes_and_their_pasted_residue_are_peeled_ray_2_x() {
+        let f = plain(b"\x1b[36m(RayWorkerWrapper pid=927)\x1b[0m corona:927:927 [0] NCCL INFO x");
+        assert_eq!((f.who.pid, f.nccl, f.body), (Some(927), true, &b"x"[..]));
+        let f = plain(b"[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO NCCL version 2.7.8");
+        assert_eq!(f.who.pid, Some(14605));
+        assert_eq!(f.body, b"NCCL version 2.7.8");
+        // Not colour codes: a launcher's rank label, an mpirun tag.
+        assert_eq!(plain(b"[1,12]<stdout>:x").who.rank, Some(12));
+        assert!(colour_code(b"[m x").is_none());
+        assert!(colour_code(b"[12345] x").is_none());
     }
 
     #[test]
