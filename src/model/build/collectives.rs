@@ -3,7 +3,8 @@
 //!
 //! Watchdog timeout lines name the rank and the work (SeqNum, OpType) but not
 //! the group before torch 2.3; the status lines of 2.3+ name the group and the
-//! last enqueued / completed numbers. They are paired by (rank, seq). Without
+//! last enqueued / completed numbers. They are paired by (rank, seq), else by
+//! seq where only one group's status lines name it. Without
 //! a status line the default group is assumed, and since NCCL work completes in
 //! order, a timeout at S means the last completed work is S − 1.
 
@@ -20,6 +21,7 @@ enum Owner {
 
 pub fn collect(job: &mut Job) {
     let pg_of = pg_by_rank_and_seq(job);
+    let pg_of_seq = pg_by_seq(&pg_of);
     let mut states: BTreeMap<(String, Owner), PgRankState> = BTreeMap::new();
     let read = |k| {
         matches!(
@@ -36,9 +38,12 @@ pub fn collect(job: &mut Job) {
             Some(r) => Owner::Rank(r),
             None => Owner::File(ev.origin.file),
         };
-        let lookup = |s: i64| match rank {
-            Owner::Rank(r) => pg_of.get(&(r, s)).cloned(),
-            Owner::File(_) => None,
+        let lookup = |s: i64| {
+            let own = match rank {
+                Owner::Rank(r) => pg_of.get(&(r, s)).cloned(),
+                Owner::File(_) => None,
+            };
+            own.or_else(|| pg_of_seq.get(&s).cloned().flatten())
         };
         match ev.kind {
             EventKind::WatchdogTimeout => {
@@ -127,6 +132,24 @@ fn pg_by_rank_and_seq(job: &Job) -> BTreeMap<(u32, i64), String> {
     job.events_where(|k| k == EventKind::PgStatus)
         .filter_map(|(_, e)| Some(((e.who.rank?, e.int("seq")?), pg_field(e)?)))
         .collect()
+}
+
+/// seq → the one process group whose status lines name it (`None` where
+/// two groups reached that number): a rank whose own timeout line names no
+/// group (torch 2.2–2.3 print `[Rank 5] Watchdog caught …`) timed out in the
+/// group the other ranks' status lines put that work in.
+fn pg_by_seq(pg_of: &BTreeMap<(u32, i64), String>) -> BTreeMap<i64, Option<String>> {
+    let mut out: BTreeMap<i64, Option<String>> = BTreeMap::new();
+    for (&(_, seq), pg) in pg_of {
+        out.entry(seq)
+            .and_modify(|known| {
+                if known.as_ref() != Some(pg) {
+                    *known = None;
+                }
+            })
+            .or_insert_with(|| Some(pg.clone()));
+    }
+    out
 }
 
 fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {

@@ -1,0 +1,33 @@
+//! Which process group a hung collective belongs to, when only some lines
+//! name it.
+
+mod common;
+
+use common::write;
+
+/// modelscope/FunASR#2006's shape, torch 2.3: the watchdog's own timeout
+/// line says `[Rank N]` and no group; the status line of the same watchdog
+/// says `[PG 1 Rank N]`. Ranks 1 and 3 left only the first, rank 2 both:
+/// every rank timed out in group 1's ALLREDUCE 15734, not in group 0.
+#[test]
+fn an_untagged_timeout_takes_the_group_the_status_lines_give_its_work_torch_2_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let watchdog = |r: u32| {
+        format!("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, NumelIn=220084533, NumelOut=220084533, Timeout(ms)=600000) ran for 600037 milliseconds before timing out.\n")
+    };
+    let mut log = String::new();
+    for r in [1, 3] {
+        log.push_str(&watchdog(r));
+    }
+    log.push_str(&watchdog(2));
+    log.push_str("[rank2]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 2] Timeout at NCCL work: 15734, last enqueued NCCL work: 15735, last completed NCCL work: 15733.\n");
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let collective = &doc["verdict"]["collective"];
+    assert_eq!(collective["pg"], "1", "{collective:#}");
+    assert_eq!(collective["seq"], 15734, "{collective:#}");
+    for r in [1u64, 2, 3] {
+        let row = common::rank_row(&doc, r);
+        assert_eq!(row["state"], "timed_out", "{row:#}");
+    }
+}
