@@ -891,3 +891,46 @@ fn an_async_event_every_rank_printed_is_placed_on_its_devices_users_nccl_2_20() 
     assert_eq!(flap["device"], "mlx5_1");
     assert_eq!(flap["ranks"], serde_json::json!([6, 7]), "{flap:#}");
 }
+
+/// One sysfs dump per host, taken after the hang only: the values are
+/// totals since the driver loaded, so nothing is blamed on them and the
+/// report says a second dump would give deltas.
+#[test]
+fn counters_read_once_give_no_verdict_and_ask_for_a_second_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::write(root, "slurm-48213.out", &slurm_log());
+    for host in ["node001", "node002"] {
+        let errors = if host == "node002" { 4212 } else { 0 };
+        common::write(
+            root,
+            &format!("{host}/counters.txt"),
+            &sysfs(
+                "mlx5_0",
+                &[
+                    ("symbol_error", errors),
+                    ("link_downed", 3),
+                    ("port_rcv_errors", errors),
+                ],
+            ),
+        );
+    }
+    let doc = common::analyze_to_json(root);
+    let notes: Vec<&str> = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("NIC counters from one dump only")),
+        "{notes:#?}"
+    );
+    assert!(
+        doc["counters"].as_array().unwrap().is_empty(),
+        "{:#}",
+        doc["counters"]
+    );
+}

@@ -13,7 +13,9 @@ use common::write;
 fn an_untagged_timeout_takes_the_group_the_status_lines_give_its_work_torch_2_3() {
     let dir = tempfile::tempdir().unwrap();
     let watchdog = |r: u32| {
-        format!("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, NumelIn=220084533, NumelOut=220084533, Timeout(ms)=600000) ran for 600037 milliseconds before timing out.\n")
+        format!(
+            "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15734, OpType=ALLREDUCE, NumelIn=220084533, NumelOut=220084533, Timeout(ms)=600000) ran for 600037 milliseconds before timing out.\n"
+        )
     };
     let mut log = String::new();
     for r in [1, 3] {

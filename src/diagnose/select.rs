@@ -459,6 +459,9 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     if !kernel {
         notes.push("No kernel log: `dmesg -T` (or `journalctl -k`) from every host would show link, NIC and GPU faults.".to_string());
     }
+    if job.counter_readings > 0 && job.counter_devices.is_empty() {
+        notes.push("NIC counters from one dump only: no port was read both before and after the failure, and a single dump holds totals since the driver loaded (or the counters were last cleared), not what the job saw. Dump the same counters again on the same hosts to get deltas.".to_string());
+    }
     if job.counter_readings == 0 {
         notes.push("No NIC counters: dumps of /sys/class/infiniband/*/ports/*/{counters,hw_counters} (or `perfquery -x`, `ethtool -S`) before and after the job would show errors and drops per port.".to_string());
     }
