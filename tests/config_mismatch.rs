@@ -128,3 +128,35 @@ fn a_host_without_the_network_plugin_the_others_load_is_the_odd_one_nccl_2_23() 
         "the hosts differ in network plugin",
     );
 }
+
+/// NVIDIA/nccl#1267's shape, NCCL 2.14.3: only the failing host's log is at
+/// hand. Its ranks could not read the address a peer sent during bootstrap
+/// (family 0): the peers speak another release's bootstrap. No line shows
+/// the other release, so this is the lead, not a stated mismatch.
+#[test]
+fn an_undecodable_peer_address_points_at_mixed_releases_nccl_2_14() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for local in 0..2u32 {
+        let pid = 1302 + local;
+        log.push_str(&format!(
+            "instance-8g-96c-1:{pid}:{pid} [{local}] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
+        ));
+        log.push_str(&format!("instance-8g-96c-1:{pid}:{pid} [{local}] NCCL INFO Bootstrap : Using eth0:10.128.0.9<0>\n"));
+        log.push_str(&format!("\ninstance-8g-96c-1:{pid}:{} [{local}] misc/socket.cc:717 NCCL WARN ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)\n", pid + 88));
+    }
+    write(dir.path(), "instance-8g-96c-1_problem_node.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "config_mismatch", "{cause:#}");
+    let why: Vec<&str> = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["why"].as_str())
+        .collect();
+    assert!(
+        why.iter().any(|w| w.contains("different NCCL releases")),
+        "{why:#?}"
+    );
+}

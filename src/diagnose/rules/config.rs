@@ -397,6 +397,18 @@ fn peer_mismatches(job: &Job, h: &mut Hypothesis, details: &mut Vec<String>) {
                     "NCCL itself saw a version mismatch with a peer",
                 );
             }
+            // The peer's address arrived as bytes this release does not
+            // lay out the same way: bootstrap messages of another release
+            // (NVIDIA/nccl#1267). A weaker sign than a stated version.
+            Some("address family") => {
+                details.push("a peer's bootstrap address did not decode".into());
+                h.support(
+                    Source::Nccl,
+                    0.4,
+                    Some(idx),
+                    "a peer's address arrived in a layout this NCCL does not read: peers on different NCCL releases",
+                );
+            }
             Some("socket type mismatch") => {
                 details.push("one side of a connection uses IB, the other sockets".into());
                 h.support(
