@@ -153,3 +153,32 @@ fn an_info_log_cut_during_set_up_is_not_healthy_nccl_2_7() {
     assert!(summary.contains("socket_interface"), "{summary}");
     assert!(summary.contains("Init COMPLETE"), "{summary}");
 }
+
+/// horovod/horovod#1408's shape, NCCL 2.4: the only trace of the failure is
+/// NCCL's INFO retry of a refused connect. That is a lead (firewall first),
+/// not a verdict; the same retries before an Init COMPLETE are a peer that
+/// started listening late, and no lead at all.
+#[test]
+fn refused_connect_retries_are_a_lead_only_until_init_completes_nccl_2_4() {
+    let retry = |host: &str, pid: u32| {
+        format!(
+            "{host}:{pid}:{} [0] NCCL INFO Call to connect returned Connection refused, retrying\n",
+            pid + 67
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = format!("{}{}", retry("node002", 26407), retry("node002", 26407));
+    write(dir.path(), "rank1.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "unknown", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Weak leads: firewall"), "{summary}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let done = "node002:26407:26407 [0] NCCL INFO comm 0x55f4 rank 1 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n";
+    write(dir.path(), "rank1.log", &format!("{log}{done}"));
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "healthy", "{v:#}");
+}

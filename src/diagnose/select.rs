@@ -376,6 +376,7 @@ fn nccl_info_logged(job: &Job) -> bool {
                 | EventKind::NcclNetSocket
                 | EventKind::NcclNetSelected
                 | EventKind::NcclChannel
+                | EventKind::SocketRetry
         )
     })
 }

@@ -124,6 +124,9 @@ event_kinds! {
     IbAsyncEvent => "ib_async_event",
     VerbsCallFailed => "verbs_call_failed",
     SocketError => "socket_error",
+    /// A refused or timed-out connect NCCL is still retrying (INFO): not a
+    /// failure by itself, since peers start listening at different times.
+    SocketRetry => "socket_retry",
     BootstrapError => "bootstrap_error",
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",

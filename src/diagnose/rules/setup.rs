@@ -394,6 +394,9 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .entry("detail")
             .or_insert_with(|| format!("`{error}`"));
     }
+    if connect_errors.is_empty() {
+        unanswered_retries(job, &mut fw_hyp, &mut iface_hyp);
+    }
     for h in [&mut iface_hyp, &mut fw_hyp] {
         if h.host.is_none()
             && let Some(addr) = &local_peer
@@ -416,6 +419,45 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         .into_iter()
         .filter(|h| !h.support.is_empty())
         .collect()
+}
+
+/// NCCL's INFO retries of a refused or timed-out connect, where no final
+/// failure survived (a cut log, WARN lines lost with stdout's buffer): a
+/// lead only, and none once a communicator finished init, since a peer
+/// that starts listening late is refused for a while in healthy jobs too.
+fn unanswered_retries(job: &crate::model::Job, fw: &mut Hypothesis, iface: &mut Hypothesis) {
+    let init_done = job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"));
+    if init_done {
+        return;
+    }
+    for (idx, ev) in job.events_where(|k| k == EventKind::SocketRetry).take(2) {
+        let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();
+        let (fw_w, ifc_w) = if error.contains("refused") {
+            (0.3, 0.2)
+        } else {
+            (0.25, 0.25)
+        };
+        for (h, w) in [(&mut *fw, fw_w), (&mut *iface, ifc_w)] {
+            h.peer_host = h
+                .peer_host
+                .take()
+                .or(ev.who.host.as_deref().map(str::to_string));
+            h.support(
+                Source::Nccl,
+                w,
+                Some(idx),
+                format!(
+                    "NCCL kept retrying a connect (`{error}`) and no line shows it got through"
+                ),
+            );
+            h.values
+                .entry("detail")
+                .or_insert_with(|| format!("`{error}`, retrying"));
+        }
+    }
 }
 
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
