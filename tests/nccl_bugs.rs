@@ -355,3 +355,27 @@ fn numeric_fields_and_the_hung_op_are_part_of_the_signature() {
     assert!(!has(&analyze(mnnvl_hang(64, "_ALLTOALL_BASE").path())));
     assert!(!has(&analyze(mnnvl_hang(96, "ALLREDUCE").path())));
 }
+
+/// NVIDIA/nccl#1748's shape (NCCL 2.25.1 / 2.26.2, NeMo): the graph
+/// search falls back and names NET 0, which NIC fusion renumbered away;
+/// init fails and PyTorch raises. 2.27.3 is past the fix.
+fn fused_nic_init_failure(version: &str) -> tempfile::TempDir {
+    job(&[(
+        "train.log",
+        vec![
+            "gpu12:771:771 [0] graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order".into(),
+            "gpu12:771:771 [0] graph/topo.h:230 NCCL WARN Could not find NET with id 0".into(),
+            format!("[rank0]: torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3376, internal error - please report this issue to the NCCL developers, NCCL version {version}"),
+        ],
+    )])
+}
+
+#[test]
+fn a_fused_nic_fallback_failure_is_the_known_defect_until_2_27_3() {
+    let doc = analyze(fused_nic_init_failure("2.25.1").path());
+    let bug = nccl_bug(&doc).expect("proposed");
+    assert!(bug["summary"].as_str().unwrap().contains("fused_nic_fallback_net_id"), "{bug:#}");
+    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{:#}", doc["verdict"]);
+    let doc = analyze(fused_nic_init_failure("2.27.3").path());
+    assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
+}
