@@ -374,8 +374,18 @@ fn fused_nic_init_failure(version: &str) -> tempfile::TempDir {
 fn a_fused_nic_fallback_failure_is_the_known_defect_until_2_27_3() {
     let doc = analyze(fused_nic_init_failure("2.25.1").path());
     let bug = nccl_bug(&doc).expect("proposed");
-    assert!(bug["summary"].as_str().unwrap().contains("fused_nic_fallback_net_id"), "{bug:#}");
-    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{:#}", doc["verdict"]);
+    assert!(
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("fused_nic_fallback_net_id"),
+        "{bug:#}"
+    );
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"], "nccl_bug",
+        "{:#}",
+        doc["verdict"]
+    );
     let doc = analyze(fused_nic_init_failure("2.27.3").path());
     assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
 }

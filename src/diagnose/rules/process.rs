@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::NaiveDateTime;
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, Death, DeathKind, EventKind, Job};
+use crate::model::{CauseKind, Death, DeathKind, EventIdx, EventKind, Job};
 
 use super::Ctx;
 
@@ -126,7 +126,56 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         add_peer_reports(ctx, &mut h);
         out.push(h);
     }
+    add_program_faults(ctx, &mut out);
     out
+}
+
+/// A rank whose own watchdog caught a CUDA error that is not the hardware's
+/// (an illegal memory access, a device-side assert): its kernels failed and
+/// PyTorch takes the process down, while the others wait for it in the
+/// collective. Often the only line such a rank leaves.
+fn add_program_faults(ctx: &Ctx<'_>, out: &mut Vec<Hypothesis>) {
+    let faults: Vec<(EventIdx, u32, &str)> = ctx
+        .job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, ev)| ev.kind == EventKind::WatchdogException)
+        .filter_map(|(idx, ev)| Some((idx, ev.who.rank?, ev.text_field("cuda_error")?)))
+        .filter(|(_, _, error)| ctx.kb.gpu_error_weight(error) == 0.0)
+        .collect();
+    // The same fault on many ranks is the job's (a kernel or library defect
+    // every rank runs), not one rank that died first.
+    let ranks: BTreeSet<u32> = faults.iter().map(|f| f.1).collect();
+    if ranks.len() > 1 && ranks.len() * 2 >= ctx.job.ranks.len() {
+        return;
+    }
+    for (idx, rank, error) in faults {
+        let ev = &ctx.job.events[idx];
+        let why = format!("the rank's own CUDA work failed (`{error}`): the process goes down");
+        if let Some(h) = out.iter_mut().find(|h| h.ranks.contains(&rank)) {
+            if h.support.len() < 8 {
+                h.support(Source::Torch, 0.4, Some(idx), why);
+            }
+            continue;
+        }
+        let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+        h.ranks.insert(rank);
+        let info = ctx.job.ranks.get(&rank);
+        h.host = info
+            .and_then(|i| i.host.clone())
+            .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
+        h.value("rank", rank.to_string());
+        let on = h
+            .host
+            .as_ref()
+            .map_or(String::new(), |host| format!(" on {host}"));
+        h.value("who", format!("Rank {rank}{on}"));
+        h.value("reason", clip(&format!("CUDA error: {error}"), 200));
+        h.support(Source::Torch, 0.7, Some(idx), why);
+        out.push(h);
+    }
 }
 
 fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {

@@ -1,0 +1,41 @@
+//! CUDA errors a rank's own watchdog reports: a program fault takes that
+//! rank down first; the same fault everywhere is not one rank's crash.
+
+mod common;
+
+use common::write;
+
+fn job(faulty: &[u32]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for r in 0..4u32 {
+        if faulty.contains(&r) {
+            log.push_str(&format!("[rank{r}]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank {r}] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n"));
+        } else {
+            log.push_str(&format!("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n"));
+        }
+    }
+    write(dir.path(), "train.log", &log);
+    dir
+}
+
+/// vllm-project/vllm#6042's shape, torch 2.3: rank 3 hit an illegal memory
+/// access and its watchdog took it down; the others timed out waiting.
+#[test]
+fn a_ranks_own_cuda_program_fault_makes_it_the_crashed_rank_torch_2_3() {
+    let dir = job(&[3]);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    assert_eq!(v["status"], "crash", "{v:#}");
+}
+
+/// Every rank faulting alike is a defect they all run, not rank 0 crashing.
+#[test]
+fn the_same_cuda_fault_on_every_rank_names_no_single_crashed_rank() {
+    let dir = job(&[0, 1, 2, 3]);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+}
