@@ -233,11 +233,12 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     }
     let top = *counts.values().max()?;
     let leaders: Vec<_> = counts.iter().filter(|(_, n)| **n == top).collect();
-    // An even split names no minority.
-    let [(majority, _)] = leaders[..] else {
-        return None;
+    let (majority, even_split) = match leaders[..] {
+        [(majority, _)] => ((*majority).clone(), false),
+        // An even split names no minority, unless one side alone stopped
+        // issuing work there.
+        _ => (moved_on(ctx, hang, &known)?, true),
     };
-    let majority = (*majority).clone();
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     if let Some(seq) = hang.seq {
         h.value("seq", seq.to_string());
@@ -266,15 +267,61 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             .and_then(|s| s.evidence.first().copied());
         // As direct as PyTorch's own fingerprint check: the same sequence
         // number cannot hold two different collectives on healthy ranks.
-        h.support(
-            Source::Torch,
-            0.85,
-            ev,
-            format!("rank {rank} timed out in a different collective at the same sequence number"),
-        );
+        let (weight, why) = if even_split {
+            (
+                0.55,
+                format!(
+                    "rank {rank} timed out in a different collective at the same sequence number, and enqueued nothing after it while the other side did"
+                ),
+            )
+        } else {
+            (
+                0.85,
+                format!(
+                    "rank {rank} timed out in a different collective at the same sequence number"
+                ),
+            )
+        };
+        h.support(Source::Torch, weight, ev, why);
     }
     on_the_one_rank(ctx.job, &mut h);
     Some(h)
+}
+
+/// Of two sides that ran different collectives at the hung sequence number,
+/// the one whose ranks went on to enqueue later work (their program moved
+/// past it) when the other side's enqueued nothing after it: that other
+/// side's program stopped at the odd collective. Returns the side that moved
+/// on, taken as the reference.
+fn moved_on(
+    ctx: &Ctx<'_>,
+    hang: &Hang,
+    known: &BTreeMap<u32, (Option<String>, Option<i64>)>,
+) -> Option<(Option<String>, Option<i64>)> {
+    let seq = hang.seq?;
+    let enqueued = |r: &u32| {
+        ctx.job
+            .pg_states
+            .get(&(hang.pg.clone(), *r))
+            .and_then(|s| s.last_enqueued)
+    };
+    let mut sides: BTreeMap<&(Option<String>, Option<i64>), BTreeSet<bool>> = BTreeMap::new();
+    for (rank, k) in known {
+        let past = enqueued(rank)? > seq;
+        sides.entry(k).or_default().insert(past);
+    }
+    let went_on: Vec<_> = sides
+        .iter()
+        .filter(|(_, p)| **p == BTreeSet::from([true]))
+        .collect();
+    let stopped = sides
+        .values()
+        .filter(|p| **p == BTreeSet::from([false]))
+        .count();
+    match went_on[..] {
+        [(k, _)] if stopped == sides.len() - 1 => Some((*k).clone()),
+        _ => None,
+    }
 }
 
 /// The training loop said it finished, and then a rank timed out in a
