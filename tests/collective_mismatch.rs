@@ -39,3 +39,36 @@ fn an_even_size_split_names_the_side_that_enqueued_nothing_after_it_torch_2_8() 
         doc["verdict"]
     );
 }
+
+/// A rank's DETAIL fingerprint line, torch 2.4+.
+fn fingerprint(rank: u32, seq: u32, shape: &str) -> String {
+    format!(
+        "[rank{rank}]:[I1017 19:34:58.923985894 ProcessGroupWrapper.cpp:587] [Rank {rank}] Running collective: CollectiveFingerPrint(SequenceNumber={seq}, OpType=ALLREDUCE, TensorShape=[{shape}], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))\n"
+    )
+}
+
+/// AdvancedPhotonSource/pty-chi#47's shape: TORCH_DISTRIBUTED_DEBUG=DETAIL
+/// logs every rank's fingerprint; at sequence 38 rank 2 reduces a [77, 1]
+/// tensor where ranks 1 and 3 reduce [100, 1]. Agreeing sequence numbers
+/// before it are no mismatch.
+#[test]
+fn the_rank_whose_logged_fingerprint_differs_from_the_majority_torch_2_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for r in 1..=3 {
+        log.push_str(&fingerprint(r, 37, "100, 1"));
+    }
+    log.push_str(&fingerprint(2, 38, "77, 1"));
+    log.push_str(&fingerprint(1, 38, "100, 1"));
+    log.push_str(&fingerprint(3, 38, "100, 1"));
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("[77, 1]"),
+        "{v:#}"
+    );
+}

@@ -231,6 +231,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             Status::Unknown
         };
     }
+    // Ranks that logged different collectives at one sequence number cannot
+    // complete it, whether or not a timeout was kept.
+    if !failed && kind == CauseKind::CollectiveMismatch {
+        return Status::Hang;
+    }
     // A suspect found only in counters, snapshots or the kernel log, while the
     // job itself shows no failure: the fabric is degraded, the job did not fail.
     if !failed {

@@ -143,6 +143,8 @@ event_kinds! {
     HeartbeatStuck => "heartbeat_stuck",
     DumpSignal => "dump_signal",
     CollectiveMismatch => "collective_mismatch",
+    /// The collective a rank is about to run, as DETAIL debugging logs it.
+    CollectiveFingerprint => "collective_fingerprint",
     /// `ProcessGroupNCCL environments: TORCH_…: v, …` (torch 2.2+ at INFO).
     TorchEnvSettings => "torch_env_settings",
     /// A line of the desync debug report (TORCH_NCCL_DESYNC_DEBUG=1), which

@@ -13,7 +13,7 @@ use super::Ctx;
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
-    out.extend(reported_mismatch(ctx));
+    out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
@@ -101,6 +101,58 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         }
     }
     on_the_one_rank(job, &mut h);
+    Some(h)
+}
+
+/// DETAIL debugging logs each collective's fingerprint on every rank before
+/// it runs. At the first sequence number where at least three ranks logged
+/// and a clear majority agrees, the ranks that differ ran another collective
+/// (another op, shape or dtype): PyTorch's own check may not have fired (or
+/// its report was not kept).
+fn logged_fingerprints(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut by_seq: BTreeMap<i64, BTreeMap<u32, (&str, usize)>> = BTreeMap::new();
+    for (idx, ev) in ctx
+        .job
+        .events_where(|k| k == EventKind::CollectiveFingerprint)
+    {
+        let (Some(rank), Some(seq), Some(fp)) =
+            (ev.who.rank, ev.int("seq"), ev.text_field("fingerprint"))
+        else {
+            continue;
+        };
+        by_seq
+            .entry(seq)
+            .or_default()
+            .entry(rank)
+            .or_insert((fp, idx));
+    }
+    let (seq, runs, (culprits, majority)) = by_seq
+        .into_iter()
+        .find_map(|(seq, runs)| odd_fingerprints(&runs).map(|odd| (seq, runs, odd)))?;
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    h.value("seq", seq.to_string());
+    for (rank, (fp, idx)) in runs.iter().filter(|(r, _)| culprits.contains(r)) {
+        h.ranks.insert(*rank);
+        if h.support.len() < 4 {
+            h.support(
+                Source::Torch,
+                0.8,
+                Some(*idx),
+                format!(
+                    "rank {rank} logged another collective than the others at sequence number {seq}"
+                ),
+            );
+        }
+        h.value(
+            "detail",
+            format!(
+                "rank {rank} runs {}, while the others run {}",
+                short_fingerprint(fp),
+                short_fingerprint(&majority)
+            ),
+        );
+    }
+    on_the_one_rank(ctx.job, &mut h);
     Some(h)
 }
 
