@@ -154,3 +154,40 @@ fn assert_stalled_and_cut_off(dir: &tempfile::TempDir, stalled: u64, cut_off: &[
         );
     }
 }
+
+/// torch 2.2 watchdog lines of the ranks listed, no world size printed.
+fn timeouts_of(ranks: &[u32]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let log: String = ranks
+        .iter()
+        .map(|r| format!("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15037, OpType=_ALLGATHER_BASE, NumelIn=131072512, NumelOut=524290048, Timeout(ms)=600000) ran for 600055 milliseconds before timing out.\n"))
+        .collect();
+    common::write(dir.path(), "train.log", &log);
+    dir
+}
+
+/// meta-pytorch/torchtune#1165's shape: ranks 1–3 time out, rank 0 (saving
+/// the checkpoint) left no line. Ranks count from 0, so rank 0 existed and
+/// is the one they waited for. An excerpt of two ranks out of many names no
+/// one: four ranks are missing.
+#[test]
+fn the_one_rank_below_the_highest_that_left_no_line_is_the_one_waited_for_torch_2_2() {
+    let dir = timeouts_of(&[1, 2, 3]);
+    let doc = common::analyze_to_json(dir.path());
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([0]),
+        "{:#}",
+        doc["verdict"]
+    );
+    let dir = timeouts_of(&[3, 5]);
+    let doc = common::analyze_to_json(dir.path());
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([]),
+        "{:#}",
+        doc["verdict"]
+    );
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("No logs from rank(s) 0, 1, 2, 4"), "{notes}");
+}

@@ -90,7 +90,15 @@ pub fn find(
     // own was recognised: if it did not time out, it is silent.
     let stopped: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
     let with_logs: BTreeSet<u32> = with_logs.union(&stopped).copied().collect();
-    let ranks: BTreeSet<u32> = job.all_ranks().into_iter().chain(stopped).collect();
+    let mut ranks: BTreeSet<u32> = job.all_ranks().into_iter().chain(stopped).collect();
+    // Ranks are numbered from 0: with no world size printed, every rank up
+    // to the highest seen existed, lines or not (a rank 0 busy saving a
+    // checkpoint prints no timeout).
+    if job.world_size.is_none()
+        && let Some(&max) = ranks.last()
+    {
+        ranks.extend(0..max);
+    }
     for rank in ranks {
         let accounted =
             hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);

@@ -428,6 +428,15 @@ pub fn stuck_ranks(
     if ranks.is_empty() {
         ranks.extend(hang.no_logs.iter().filter(on_host).take(8));
     }
+    // Every rank that wrote reported the timeout; one left no line at all:
+    // it is the one they waited for.
+    if ranks.is_empty()
+        && hang.silent.is_empty()
+        && hang.timed_out.len() >= 2
+        && let [rank] = hang.no_logs.iter().copied().collect::<Vec<_>>()[..]
+    {
+        ranks.insert(rank);
+    }
     ranks.into_iter().collect()
 }
 
