@@ -33,3 +33,26 @@ fn an_untagged_timeout_takes_the_group_the_status_lines_give_its_work_torch_2_3(
         assert_eq!(row["state"], "timed_out", "{row:#}");
     }
 }
+
+/// torch 2.4+: `PG ID` counts the groups each process created, `PG GUID`
+/// names the group. Ranks 4 and 5 created their groups in another order,
+/// so the same group (GUID 7) is their PG ID 2 and 3; both timed out in it
+/// at ALLREDUCE 88 while rank 6, its third member, never reported.
+#[test]
+fn ranks_meet_in_a_subgroup_by_its_guid_not_their_local_pg_id_torch_2_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (rank, local_id) in [(4u32, 2u32), (5, 3)] {
+        log.push_str(&format!("[rank{rank}]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [PG ID {local_id} PG GUID 7 Rank {}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=64, NumelOut=64, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n", rank - 4));
+        log.push_str(&format!("[rank{rank}]:[E1201 10:00:00.000100000 ProcessGroupNCCL.cpp:2303] [PG ID {local_id} PG GUID 7 Rank {}]  failure detected by watchdog at work sequence id: 88 PG status: last enqueued work: 88, last completed work: 87\n", rank - 4));
+    }
+    log.push_str("[rank6]:[W1201 09:50:00.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 6] using GPU 6 to perform barrier as devices used by this process are currently unknown.\n");
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let collective = &doc["verdict"]["collective"];
+    assert_eq!(collective["pg"], "7", "{collective:#}");
+    assert_eq!(collective["seq"], 88, "{collective:#}");
+    for r in [4u64, 5] {
+        assert_eq!(common::rank_row(&doc, r)["state"], "timed_out");
+    }
+}

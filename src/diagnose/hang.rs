@@ -99,6 +99,11 @@ pub fn find(
     {
         ranks.extend(0..max);
     }
+    // A subgroup's members are not known from its lines: with one rank
+    // reporting its timeout, the others seen elsewhere need not belong to it.
+    if pg != "0" && hang.timed_out.len() < 2 {
+        ranks.clear();
+    }
     for rank in ranks {
         let accounted =
             hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);

@@ -139,6 +139,15 @@ fn apply_tag(who: &mut Who, tag: Tag<'_>) {
 /// mpirun `--timestamp-output`, log shippers): (stamp, bytes incl. separator).
 fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
     match s.first()? {
+        // A log viewer's stamp pasted with the indent it was shown at.
+        b' ' => {
+            let sp = spaces(s);
+            if !s.get(sp).is_some_and(u8::is_ascii_digit) {
+                return None;
+            }
+            let (t, n) = leading_stamp(&s[sp..])?;
+            Some((t, sp + n))
+        }
         b'[' => {
             let (t, n) = stamps::date_time(&s[1..])?;
             (s.get(1 + n) == Some(&b']')).then(|| (t, 1 + n + 1 + spaces(&s[2 + n..])))
@@ -149,6 +158,11 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
                 let sp = spaces(&s[n..]);
                 return (sp > 0).then_some((t, n + sp));
             }
+            // A date and minute (`2025-02-18 12:54 `, a log viewer's) is
+            // too coarse to order lines by: strip it only.
+            if let Some(n) = date_and_minute(s) {
+                return Some((RawTime::None, n + spaces(&s[n..])));
+            }
             // A bare time of day (`18:11:06.680 `) carries no date: strip it only.
             let (_, n) = stamps::time(s)?;
             let sp = spaces(&s[n..]);
@@ -156,6 +170,17 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// `YYYY-MM-DD HH:MM ` (a space after the minutes): its length.
+fn date_and_minute(s: &[u8]) -> Option<usize> {
+    let shape = b"dddd-dd-dd dd:dd ";
+    let fits = s.len() >= shape.len()
+        && shape.iter().zip(s).all(|(want, got)| match want {
+            b'd' => got.is_ascii_digit(),
+            w => w == got,
+        });
+    fits.then_some(shape.len() - 1)
 }
 
 /// A terminal colour code before or between prefixes (Ray's coloured
@@ -316,6 +341,15 @@ mod tests {
         assert_eq!(plain(b"[1,12]<stdout>:x").who.rank, Some(12));
         assert!(colour_code(b"[m x").is_none());
         assert!(colour_code(b"[12345] x").is_none());
+    }
+
+    #[test]
+    fn an_indented_minute_stamp_before_the_rank_prefix_torch_2_5() {
+        let f = plain(b" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] x");
+        assert_eq!((f.who.rank, f.body), (Some(13), &b"[Rank 1] x"[..]));
+        // Indented text that is no stamp stays the body (NVRM continuations).
+        let f = plain(b"  responding to commands");
+        assert_eq!(f.body, b"  responding to commands");
     }
 
     #[test]

@@ -122,9 +122,14 @@ fn record_flight(st: &mut PgRankState, ev: &Event) {
     }
 }
 
-/// The process group an event names (`[PG 0 …]`, `[PG ID 4 …]`).
+/// The process group an event names (`[PG 0 …]`, `[PG ID 4 PG GUID 17 …]`).
+/// torch 2.4+'s `PG ID` counts the groups each process created, so it
+/// need not agree between ranks; the GUID is the group's name, the same
+/// on every member: it keys the group where printed.
 fn pg_field(ev: &Event) -> Option<String> {
-    ev.text_field("pg").map(str::to_string)
+    ev.text_field("pg_guid")
+        .or(ev.text_field("pg"))
+        .map(str::to_string)
 }
 
 /// (rank, seq) → process group id, from the status lines that name both.
