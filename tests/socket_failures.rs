@@ -182,3 +182,24 @@ fn refused_connect_retries_are_a_lead_only_until_init_completes_nccl_2_4() {
     let v = &doc["verdict"];
     assert_eq!(v["status"], "healthy", "{v:#}");
 }
+
+/// NVIDIA/nccl#1837's shape, NCCL 2.27.7: NCCL_SOCKET_IFNAME names an
+/// interface the host does not have, and NCCL fails connecting with an
+/// address it never filled in. That is the interface setting, not peers on
+/// another release (the same warning without the setting).
+#[test]
+fn an_unfilled_address_under_a_forced_ifname_is_the_interface_nccl_2_27() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n\
+               [trainer0|0]:ncclInternalError: Internal check failed.\n\
+               [trainer0|0]:Last error:\n\
+               [trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)\n";
+    write(dir.path(), "trainer.log", log);
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert!(
+        cause["summary"].as_str().unwrap().contains("eth2"),
+        "{cause:#}"
+    );
+}

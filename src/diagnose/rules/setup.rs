@@ -284,6 +284,27 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     "NCCL found no usable socket interface",
                 );
             }
+            EventKind::BootstrapError
+                if ev.text_field("error") == Some("address family")
+                    && job.env.contains_key("NCCL_SOCKET_IFNAME") =>
+            {
+                let iface = job
+                    .env
+                    .get("NCCL_SOCKET_IFNAME")
+                    .and_then(|values| values.keys().next())
+                    .map_or("", String::as_str);
+                iface_hyp.host = iface_hyp
+                    .host
+                    .take()
+                    .or_else(|| ev.who.host.as_deref().map(str::to_string));
+                iface_hyp.support(
+                    Source::Nccl,
+                    0.6,
+                    Some(idx),
+                    format!("NCCL_SOCKET_IFNAME is `{iface}`; with no such interface on the host NCCL connects with an address it never filled in (an unknown address family)"),
+                );
+                iface_hyp.value("detail", format!("NCCL_SOCKET_IFNAME=`{iface}`"));
+            }
             EventKind::SocketError if ev.text_field("op") == Some("connect") => {
                 connect_errors.push(idx)
             }
