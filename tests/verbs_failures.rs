@@ -80,3 +80,40 @@ fn reg_mr_iova2_enomem_is_the_memlock_limit_nccl_2_18() {
     assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
     assert_eq!(v["cause"]["host"], "node001", "{v:#}");
 }
+
+/// NVIDIA/nccl#1526's shape (NCCL 2.21, RoCE): the failed completion names
+/// the queue pair's GIDs; a link-local GID built from the NIC's MAC
+/// (`fe80::…ff:fe…`) does not route beyond its subnet: a GID index
+/// problem, not loss. An InfiniBand GID is link-local too, but built from
+/// the port GUID, and says nothing of the kind.
+#[test]
+fn a_failed_queue_pair_on_a_link_local_roce_gid_is_the_gid_index_nccl_2_21() {
+    let warn = |gid: &str| {
+        format!(
+            "transport/net_ib.cc:1105 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<55466> with error 12, opcode 0, len 0, vendor err 129 (Recv) localGid {gid} remoteGid fe80::6e92:cfff:fe87:ca50"
+        )
+    };
+    let gid_cause = |doc: &Value| {
+        let v = &doc["verdict"];
+        std::iter::once(&v["cause"])
+            .chain(v["alternatives"].as_array().unwrap())
+            .find(|c| c["kind"] == "gid_index")
+            .cloned()
+    };
+    let (_dir, doc) = job(
+        "2.21.5+cuda12.4",
+        "",
+        "node001",
+        &warn("fe80::966d:aeff:fe5d:9950"),
+    );
+    let gid = gid_cause(&doc).expect("a GID index cause");
+    assert_eq!(gid["host"], "node001", "{gid:#}");
+    assert!(gid["confidence"].as_f64().unwrap() >= 0.4, "{gid:#}");
+    let (_dir, doc) = job(
+        "2.21.5+cuda12.4",
+        "",
+        "node001",
+        &warn("fe80::ba59:9f03:c3:a0b4"),
+    );
+    assert!(gid_cause(&doc).is_none(), "{:#}", doc["verdict"]);
+}

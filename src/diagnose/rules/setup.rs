@@ -19,6 +19,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(verbs_failures(ctx));
     out.extend(roce_retries_without_a_peer(ctx, hang));
+    out.extend(link_local_roce_gids(ctx, hang));
     out.extend(socket_failures(ctx));
     out
 }
@@ -214,6 +215,65 @@ fn roce_retries_without_a_peer(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hyp
         "retry-exceeded completions on RoCE, NCCL_IB_GID_INDEX not set".to_string(),
     );
     Some(h)
+}
+
+/// Failed queue pairs whose own GID is a link-local one built from an
+/// Ethernet MAC (`fe80::…ff:fe…`): a RoCE GID that routes nowhere beyond
+/// its subnet, the one index 0 or 1 holds. InfiniBand GIDs are link-local
+/// too, but built from the port GUID, and are left alone.
+fn link_local_roce_gids(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let failed = |e: &Event| {
+        (e.kind == EventKind::IbCompletionError && e.int("status") == Some(12))
+            || (e.kind == EventKind::VerbsCallFailed
+                && e.text_field("call") == Some("ibv_modify_qp"))
+    };
+    let hits: Vec<EventIdx> = job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            failed(e)
+                && e.text_field("local_gid")
+                    .is_some_and(mac_derived_link_local)
+        })
+        .map(|(i, _)| i)
+        .take(4)
+        .collect();
+    let first = *hits.first()?;
+    let mut h = located(CauseKind::GidIndex, &job.events[first]);
+    // Within one L2 segment a link-local RoCE GID works: a lead, which the
+    // loss rules' own evidence can outweigh.
+    let weight = if connections_worked(ctx, hang) {
+        0.45 * LATE_GID_FACTOR
+    } else {
+        0.45
+    };
+    for idx in hits {
+        let ev = &job.events[idx];
+        h.ranks.extend(ev.who.rank);
+        let gid = ev.text_field("local_gid").unwrap_or("");
+        h.support(
+            Source::Nccl,
+            weight,
+            Some(idx),
+            format!("the failed queue pair used the link-local RoCE GID {gid}, which does not route beyond its subnet"),
+        );
+    }
+    h.value(
+        "detail",
+        "queue pairs on a link-local RoCE GID: pick the RoCE v2 IPv4 entry of `show_gids` with NCCL_IB_GID_INDEX".to_string(),
+    );
+    Some(h)
+}
+
+/// `fe80::` with an EUI-64 interface id from a MAC (`ff:fe` in its middle).
+fn mac_derived_link_local(gid: &str) -> bool {
+    let Ok(addr) = gid.parse::<std::net::Ipv6Addr>() else {
+        return false;
+    };
+    let b = addr.octets();
+    addr.segments()[0] == 0xfe80 && b[11] == 0xff && b[12] == 0xfe
 }
 
 /// RoCE, from NCCL's device list or a snapshot's link layer.
