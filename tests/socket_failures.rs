@@ -203,3 +203,23 @@ fn an_unfilled_address_under_a_forced_ifname_is_the_interface_nccl_2_27() {
         "{cause:#}"
     );
 }
+
+/// dmlc/xgboost#7982's shape, NCCL 2.12: a proxy's socket to 172.18.0.1 —
+/// the gateway of a Docker user-defined bridge, which every host has —
+/// breaks. No process at that address died: a peer advertised its bridge.
+#[test]
+fn a_broken_socket_to_a_bridge_gateway_is_the_interface_not_a_crash_nccl_2_12() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "ip-172-31-12-104:28056:39685 [0] proxy.cc:1040 NCCL WARN [Proxy Service 3] Failed to execute operation Connect from rank 3, retcode 2\n\n\
+               ip-172-31-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 172.18.0.1<34483> failed : Broken pipe\n";
+    write(dir.path(), "ip-172-31-12-104.log", log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    let crash_on_bridge = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["kind"] == "process_crash" && a["host"] == "172.18.0.1");
+    assert!(!crash_on_bridge, "{v:#}");
+}

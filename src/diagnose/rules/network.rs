@@ -449,6 +449,11 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let Some(peer) = ev.text_field("peer").filter(|_| vanished) else {
             continue;
         };
+        // An address every host has (a bridge's) names no host that could
+        // have died: the interface rule reads it.
+        if ctx.kb.local_only.network_of(peer).is_some() {
+            continue;
+        }
         let host = ctx
             .job
             .host_of_addr(peer)

@@ -368,6 +368,33 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             EventKind::SocketError if ev.text_field("op") == Some("connect") => {
                 connect_errors.push(idx)
             }
+            // Traffic with a peer at an address every host has its own copy
+            // of: the peer advertised an interface only it can reach.
+            EventKind::SocketError => {
+                let Some((peer, net)) = ev
+                    .text_field("peer")
+                    .and_then(|p| Some((p, ctx.kb.local_only.network_of(p)?)))
+                else {
+                    continue;
+                };
+                local_peer.get_or_insert_with(|| peer.to_string());
+                iface_hyp.peer_host = iface_hyp
+                    .peer_host
+                    .take()
+                    .or_else(|| ev.who.host.as_deref().map(str::to_string));
+                if iface_hyp.support.len() < 6 {
+                    iface_hyp.support(
+                        Source::Nccl,
+                        0.5,
+                        Some(idx),
+                        format!("a socket to {peer} failed; that address is {net}, which every host has its own copy of"),
+                    );
+                }
+                iface_hyp
+                    .values
+                    .entry("detail")
+                    .or_insert_with(|| format!("`{peer}`, {net}"));
+            }
             _ => {}
         }
     }
