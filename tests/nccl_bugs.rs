@@ -389,3 +389,34 @@ fn a_fused_nic_fallback_failure_is_the_known_defect_until_2_27_3() {
     let doc = analyze(fused_nic_init_failure("2.27.3").path());
     assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
 }
+
+/// NVIDIA/nccl#1612's shape: a listening socket's peer hangs up before its
+/// 8-byte magic (a port scanner) and init fails through bootstrap.cc.
+fn closed_before_magic(version: &str) -> tempfile::TempDir {
+    job(&[(
+        "rank0.log",
+        vec![
+            format!("node1:811:811 [0] NCCL INFO NCCL version {version}+cuda12.4"),
+            String::new(),
+            "node1:811:900 [0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer 10.10.1.3<36138>".into(),
+            "node1:811:900 [0] NCCL INFO misc/socket.cc:80 -> 6".into(),
+            "node1:811:900 [0] NCCL INFO bootstrap.cc:701 -> 6".into(),
+            "node1:811:900 [0] NCCL INFO init.cc:1402 -> 6".into(),
+        ],
+    )])
+}
+
+#[test]
+fn a_peer_closing_before_the_magic_fails_init_until_2_27_3() {
+    let doc = analyze(closed_before_magic("2.26.2").path());
+    let bug = nccl_bug(&doc).expect("proposed");
+    assert!(
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("bootstrap_accept_closed_before_magic"),
+        "{bug:#}"
+    );
+    let doc = analyze(closed_before_magic("2.27.3").path());
+    assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
+}

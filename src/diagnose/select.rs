@@ -256,19 +256,7 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         }
         // Nothing got past set-up, and NCCL was initialising (its init
         // lines) or its bootstrap / connection set-up failed.
-        _ if !init_completed(ctx)
-            && ctx.job.events.iter().any(|e| {
-                matches!(
-                    e.kind,
-                    EventKind::NcclCommInit
-                        | EventKind::BootstrapError
-                        | EventKind::SocketError
-                        | EventKind::VerbsCallFailed
-                )
-            }) =>
-        {
-            Status::InitFailure
-        }
+        _ if !init_completed(ctx) && ctx.job.events.iter().any(fails_set_up) => Status::InitFailure,
         CauseKind::Unknown => Status::Unknown,
         // A fault on the wire or the NIC stops the collective; NCCL's error
         // handling then takes the processes down instead of letting them
@@ -281,6 +269,22 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         | CauseKind::HcaFault
         | CauseKind::RankStalled => Status::Hang,
         _ => Status::Crash,
+    }
+}
+
+/// A line of NCCL setting up: its init, bootstrap, socket or verbs calls,
+/// a proxy connecting, an error returned through bootstrap or init.
+fn fails_set_up(e: &crate::model::Event) -> bool {
+    match e.kind {
+        EventKind::NcclCommInit
+        | EventKind::BootstrapError
+        | EventKind::SocketError
+        | EventKind::VerbsCallFailed => true,
+        EventKind::ProxyError => e.text_field("op") == Some("Connect"),
+        EventKind::NcclErrorChain => e
+            .text_field("src")
+            .is_some_and(|src| src.starts_with("bootstrap.cc") || src.starts_with("init.cc")),
+        _ => false,
     }
 }
 
@@ -382,6 +386,7 @@ fn nccl_info_logged(job: &Job) -> bool {
                 | EventKind::NcclNetSelected
                 | EventKind::NcclChannel
                 | EventKind::SocketRetry
+                | EventKind::NcclErrorChain
         )
     })
 }

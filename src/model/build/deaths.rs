@@ -49,7 +49,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
                 .filter_map(|(idx, ev)| match ev.kind {
                     EventKind::PythonException => python_exception(ev, idx, rules),
                     EventKind::WorkerFailed => worker_failed(job_read, &index, ev, idx),
-                    EventKind::ProcessSignaled => process_signaled(ev, idx, rules),
+                    EventKind::ProcessSignaled => process_signaled(&index, ev, idx, rules),
                     EventKind::TaskExited => task_exited(&index, ev, idx),
                     EventKind::ClosingSignal => closing_signal(&index, ev, idx),
                     _ => None,
@@ -195,7 +195,12 @@ fn host_count_from_agents(job: &Job) -> usize {
     hosts.len()
 }
 
-fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Option<Death> {
+fn process_signaled(
+    index: &RankIndex<'_>,
+    ev: &Event,
+    idx: EventIdx,
+    rules: &ConsequenceRules,
+) -> Option<Death> {
     let signal = ev
         .text_field("signal_name")
         .map(str::to_string)
@@ -214,6 +219,13 @@ fn process_signaled(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
     }
     d.consequence = !exception.is_empty() && rules.is_consequence(exception, "");
     d.signal = signal;
+    // A handler that names the process (UCX's `[host:pid …]`) but no rank:
+    // the rank whose NCCL lines came from that pid.
+    if d.rank.is_none()
+        && let Some(pid) = d.pid
+    {
+        d.rank = index.by_pid(d.host.as_deref(), pid);
+    }
     d.rank?;
     Some(d)
 }
