@@ -934,3 +934,24 @@ fn counters_read_once_give_no_verdict_and_ask_for_a_second_dump() {
         doc["counters"]
     );
 }
+
+/// NVIDIA/nccl#2157's shape, NCCL 2.29+: IB resiliency marks a NIC of the
+/// connection failed and moves its queue pairs: a link went down on that
+/// host. The summary reads well without a device name.
+#[test]
+fn ib_resiliency_marking_a_device_failed_is_a_link_on_that_host_nccl_2_29() {
+    let dir = tempfile::tempdir().unwrap();
+    common::write(
+        dir.path(),
+        "GPU-606-sender.log",
+        "[2026-05-04 19:55:27] GPU-606:534134:535429 [1] transport/net_ib/p2p_resiliency.cc:325 NCCL WARN NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 0 marked as failed. Initiating recovery? Yes (send comm=0x7f03e8086000, outstandingRecovery=0)\n",
+    );
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "link_flap", "{cause:#}");
+    assert_eq!(cause["host"], "GPU-606", "{cause:#}");
+    assert!(
+        !cause["summary"].as_str().unwrap().contains('?'),
+        "{cause:#}"
+    );
+}
