@@ -56,3 +56,22 @@ fn ranks_meet_in_a_subgroup_by_its_guid_not_their_local_pg_id_torch_2_4() {
         assert_eq!(common::rank_row(&doc, r)["state"], "timed_out");
     }
 }
+
+/// verl-project/verl#1309's shape, torch 2.6 under Ray: global rank 15 is
+/// rank 1 of a tensor-parallel subgroup (GUID 20) and times out in its third,
+/// one-element broadcast. The subgroup's busy first member is some global
+/// rank no line names, not the job's rank 0.
+#[test]
+fn an_early_subgroup_barrier_does_not_blame_the_jobs_rank_0_torch_2_6() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = "[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=worker-0) [rank15]:";
+    let log = format!(
+        "{p}[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800018 milliseconds before timing out.\n\
+         {p}[E510 00:18:19.328151517 ProcessGroupNCCL.cpp:2168] [PG ID 4 PG GUID 20(mesh_tp) Rank 1]  failure detected by watchdog at work sequence id: 3 PG status: last enqueued work: 3, last completed work: 2\n"
+    );
+    write(dir.path(), "ray-worker.txt", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["collective"]["pg"], "20", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}

@@ -448,10 +448,12 @@ fn barrier_while_one_rank_works(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis
     let silent: BTreeSet<u32> = hang.silent.iter().copied().collect();
     let stuck = if !silent.is_empty() {
         silent
-    } else if !hang.timed_out.contains(&0) {
+    // Rank 0 of the job is the main process of the default group only: a
+    // subgroup's first member is some other global rank.
+    } else if hang.pg == "0" && !hang.timed_out.contains(&0) {
         BTreeSet::from([0])
     } else {
-        BTreeSet::new()
+        return None;
     };
     for &i in timeouts.iter().take(3) {
         h.support(
