@@ -27,3 +27,31 @@ fn a_signal_handler_naming_host_and_pid_gives_the_rank_ucx() {
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
 }
+
+/// OpenRLHF/vLLM under Ray 2.x: the raylet reports a worker that died, by
+/// address and pid; that pid's `(RayWorkerWrapper pid=…, ip=…)` lines say it
+/// was rank 1. The other ranks' watchdogs then time out waiting for it.
+#[test]
+fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (rank, pid, ip) in [
+        (0u32, 90737u32, "172.19.24.109"),
+        (1, 90738, "172.19.24.110"),
+        (2, 90739, "172.19.24.111"),
+    ] {
+        log.push_str(&format!("(RayWorkerWrapper pid={pid}, ip={ip}) [rank{rank}]:[W1201 10:00:00.000000000 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank {rank}] using GPU 0 to perform barrier as devices used by this process are currently unknown.\n"));
+    }
+    for (rank, pid, ip) in [
+        (0u32, 90737u32, "172.19.24.109"),
+        (2, 90739, "172.19.24.111"),
+    ] {
+        log.push_str(&format!("(RayWorkerWrapper pid={pid}, ip={ip}) [rank{rank}]:[E1201 10:30:00.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0 Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"));
+    }
+    log.push_str("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: fff Worker ID: d89 Node ID: 844 Worker IP address: 172.19.24.110 Worker port: 10012 Worker PID: 90738 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.\n");
+    write(dir.path(), "driver.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}
