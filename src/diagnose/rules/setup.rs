@@ -197,23 +197,41 @@ fn roce_retries_without_a_peer(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hyp
         .map(|(i, _)| i)
         .take(4)
         .collect();
-    let first = *errors.first()?;
+    gid_lead(ctx, hang, &errors, |_| {
+        "transport retries exhausted on RoCE with no peer answering: the GID in use may not route"
+            .to_string()
+    })
+    .map(|mut h| {
+        h.value(
+            "detail",
+            "retry-exceeded completions on RoCE, NCCL_IB_GID_INDEX not set".to_string(),
+        );
+        h
+    })
+}
+
+/// A GID-index lead from failed connections, placed at the first: 0.45 per
+/// line, far less once connections had come up (a GID that does not route
+/// fails the first connection, not one of a job whose collectives ran).
+fn gid_lead(
+    ctx: &Ctx<'_>,
+    hang: Option<&Hang>,
+    hits: &[EventIdx],
+    why: impl Fn(&Event) -> String,
+) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let first = *hits.first()?;
     let mut h = located(CauseKind::GidIndex, &job.events[first]);
-    // A GID that does not route fails the first connection, not one of a
-    // job whose collectives already ran.
     let weight = if connections_worked(ctx, hang) {
         0.45 * LATE_GID_FACTOR
     } else {
         0.45
     };
-    for idx in errors {
-        h.ranks.extend(job.events[idx].who.rank);
-        h.support(Source::Nccl, weight, Some(idx), "transport retries exhausted on RoCE with no peer answering: the GID in use may not route");
+    for &idx in hits {
+        let ev = &job.events[idx];
+        h.ranks.extend(ev.who.rank);
+        h.support(Source::Nccl, weight, Some(idx), why(ev));
     }
-    h.value(
-        "detail",
-        "retry-exceeded completions on RoCE, NCCL_IB_GID_INDEX not set".to_string(),
-    );
     Some(h)
 }
 
@@ -240,26 +258,14 @@ fn link_local_roce_gids(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis
         .map(|(i, _)| i)
         .take(4)
         .collect();
-    let first = *hits.first()?;
-    let mut h = located(CauseKind::GidIndex, &job.events[first]);
     // Within one L2 segment a link-local RoCE GID works: a lead, which the
     // loss rules' own evidence can outweigh.
-    let weight = if connections_worked(ctx, hang) {
-        0.45 * LATE_GID_FACTOR
-    } else {
-        0.45
-    };
-    for idx in hits {
-        let ev = &job.events[idx];
-        h.ranks.extend(ev.who.rank);
+    let mut h = gid_lead(ctx, hang, &hits, |ev| {
         let gid = ev.text_field("local_gid").unwrap_or("");
-        h.support(
-            Source::Nccl,
-            weight,
-            Some(idx),
-            format!("the failed queue pair used the link-local RoCE GID {gid}, which does not route beyond its subnet"),
-        );
-    }
+        format!(
+            "the failed queue pair used the link-local RoCE GID {gid}, which does not route beyond its subnet"
+        )
+    })?;
     h.value(
         "detail",
         "queue pairs on a link-local RoCE GID: pick the RoCE v2 IPv4 entry of `show_gids` with NCCL_IB_GID_INDEX".to_string(),
