@@ -41,7 +41,7 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         nccl: false,
         uptime_us: None,
     };
-    let mut pos = 0;
+    let mut pos = indent_before_launcher_tag(line, style);
     for _ in 0..MAX_PREFIXES {
         let s = &line[pos..];
         if let Some(n) = colour_code(s) {
@@ -73,6 +73,13 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
 /// Reads a writer prefix (NCCL, c10, glog, Python logging) into `f`; returns
 /// its length (0 when there is none).
 fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
+    // A paste indented as a quote (`    E0816 01:45:43.466000 … api.py:833]`):
+    // the writer's prefix after a few spaces is still the line's.
+    let sp = spaces(s);
+    if (1..=8).contains(&sp) {
+        let n = writer_prefix(&s[sp..], f);
+        return if n > 0 { sp + n } else { 0 };
+    }
     if let Some(p) = nccl_writer(s) {
         f.who.host = Some(p.host);
         f.who.pid = Some(p.pid);
@@ -170,6 +177,14 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// The spaces a paste indented a whole log by (a quote in an issue), when a
+/// launcher's tag follows them (`    [rank7]:[E816 …]`): 0 otherwise.
+fn indent_before_launcher_tag(line: &[u8], style: &LauncherStyle) -> usize {
+    let sp = spaces(line);
+    let tagged = (1..=8).contains(&sp) && launcher::parse_prefix(&line[sp..], style).is_some();
+    if tagged { sp } else { 0 }
 }
 
 /// `YYYY-MM-DD HH:MM ` (a space after the minutes): its length.
@@ -350,6 +365,19 @@ mod tests {
         // Indented text that is no stamp stays the body (NVRM continuations).
         let f = plain(b"  responding to commands");
         assert_eq!(f.body, b"  responding to commands");
+    }
+
+    #[test]
+    fn a_writer_prefix_indented_by_a_paste_is_still_read_torch_2_4() {
+        let f = plain(b"    E0816 01:45:43.466000 140650667333440 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -6) local_rank: 7 (pid: 340264)");
+        assert_eq!(f.body, b"failed (exitcode: -6) local_rank: 7 (pid: 340264)");
+        let f = plain(b"    [rank7]:[E816 01:45:41.635484056 ProcessGroupNCCL.cpp:1709] x");
+        assert_eq!((f.who.rank, f.body), (Some(7), &b"x"[..]));
+        // A traceback's indented source line has no prefix.
+        assert_eq!(
+            plain(b"    raise RuntimeError(x)").body,
+            b"    raise RuntimeError(x)"
+        );
     }
 
     #[test]
