@@ -32,6 +32,10 @@ pub fn rows(
         .filter(|d| d.stopped_by_launcher)
         .filter_map(|d| d.rank)
         .collect();
+    let died_first: BTreeSet<u32> = super::rules::culprit_deaths(ctx)
+        .by_rank
+        .into_keys()
+        .collect();
     let mut all: BTreeSet<u32> = job.all_ranks().into_iter().collect();
     all.extend(job.ranks.keys().copied());
     let pg = hang.map_or_else(|| "0".to_string(), |h| h.pg.clone());
@@ -39,7 +43,11 @@ pub fn rows(
         .map(|rank| {
             let info = job.ranks.get(&rank);
             let st = job.pg_states.get(&(pg.clone(), rank));
-            let state = if stuck.contains(&rank) {
+            // A culprit that died of its own accord is shown crashed; it is
+            // listed among the stuck ranks all the same.
+            let state = if stuck.contains(&rank) && died_first.contains(&rank) {
+                RankState::Crashed
+            } else if stuck.contains(&rank) {
                 RankState::Stuck
             } else if killed.contains(&rank) && !st.is_some_and(|s| s.timed_out) {
                 RankState::Killed
