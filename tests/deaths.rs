@@ -55,3 +55,24 @@ fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
+
+/// nccl-tests under mpirun (Open MPI 4): the opal handler prints
+/// `[host:pid] Signal: Segmentation fault (11)` for the dying process; the
+/// pid's NCCL lines say it is rank 1.
+#[test]
+fn open_mpis_signal_report_names_the_rank_of_that_host_and_pid_ompi_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (rank, host, pid) in [(0u32, "jetson-2", 8669u32), (1, "jetson-3", 29969)] {
+        log.push_str(&format!(
+            "{host}:{pid}:{pid} [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
+        ));
+        log.push_str(&format!("{host}:{pid}:{pid} [0] NCCL INFO comm 0x5581c0 rank {rank} nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x8e2f0c1d - Init COMPLETE\n"));
+    }
+    log.push_str("[jetson-3:29969] *** Process received signal ***\n[jetson-3:29969] Signal: Segmentation fault (11)\n[jetson-3:29969] Signal code: Address not mapped (1)\n[jetson-3:29969] *** End of error message ***\n");
+    write(dir.path(), "mpirun.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}
