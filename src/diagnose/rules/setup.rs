@@ -339,10 +339,7 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     .text_field("error")
                     .is_some_and(|e| e.contains("interface")) =>
             {
-                iface_hyp.host = iface_hyp
-                    .host
-                    .take()
-                    .or_else(|| ev.who.host.as_deref().map(str::to_string));
+                keep_host_or_reporters(&mut iface_hyp, ev);
                 iface_hyp.support(
                     Source::Nccl,
                     0.75,
@@ -359,10 +356,7 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     .get("NCCL_SOCKET_IFNAME")
                     .and_then(|values| values.keys().next())
                     .map_or("", String::as_str);
-                iface_hyp.host = iface_hyp
-                    .host
-                    .take()
-                    .or_else(|| ev.who.host.as_deref().map(str::to_string));
+                keep_host_or_reporters(&mut iface_hyp, ev);
                 iface_hyp.support(
                     Source::Nccl,
                     0.6,
@@ -407,10 +401,7 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let suspicious = suspicious_interfaces(ctx);
     for (idx, iface) in suspicious.iter().take(4) {
         let ev = &job.events[*idx];
-        iface_hyp.host = iface_hyp
-            .host
-            .take()
-            .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        keep_host_or_reporters(&mut iface_hyp, ev);
         let w = if connect_errors.is_empty() { 0.3 } else { 0.6 };
         iface_hyp.support(
             Source::Nccl,
@@ -572,6 +563,14 @@ fn unanswered_retries(job: &crate::model::Job, fw: &mut Hypothesis, iface: &mut 
                 .or_insert_with(|| format!("`{error}`, retrying"));
         }
     }
+}
+
+/// The hypothesis keeps its host, else takes the reporting line's.
+fn keep_host_or_reporters(h: &mut Hypothesis, ev: &Event) {
+    h.host = h
+        .host
+        .take()
+        .or_else(|| ev.who.host.as_deref().map(str::to_string));
 }
 
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
