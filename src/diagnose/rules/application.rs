@@ -52,25 +52,9 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let odd = odd_fingerprints(&runs);
     match &odd {
         Some((culprits, majority)) => {
-            for (rank, (coll, idx)) in runs.iter().filter(|(r, _)| culprits.contains(r)) {
-                h.ranks.insert(*rank);
-                if h.support.len() < 4 {
-                    h.support(
-                        Source::Torch,
-                        0.85,
-                        Some(*idx),
-                        format!("rank {rank} runs a different collective from the others"),
-                    );
-                }
-                h.value(
-                    "detail",
-                    format!(
-                        "rank {rank} runs {}, while the others run {}",
-                        short_fingerprint(coll),
-                        short_fingerprint(majority)
-                    ),
-                );
-            }
+            blame_odd_fingerprints(&mut h, &runs, culprits, majority, 0.85, |rank| {
+                format!("rank {rank} runs a different collective from the others")
+            });
             if let Some(seq) = fingerprint_field(majority, "SequenceNumber") {
                 h.value("seq", seq.to_string());
             }
@@ -131,29 +115,37 @@ fn logged_fingerprints(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .find_map(|(seq, runs)| odd_fingerprints(&runs).map(|odd| (seq, runs, odd)))?;
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     h.value("seq", seq.to_string());
-    for (rank, (fp, idx)) in runs.iter().filter(|(r, _)| culprits.contains(r)) {
+    blame_odd_fingerprints(&mut h, &runs, &culprits, &majority, 0.8, |rank| {
+        format!("rank {rank} logged another collective than the others at sequence number {seq}")
+    });
+    on_the_one_rank(ctx.job, &mut h);
+    Some(h)
+}
+
+/// The ranks whose fingerprint differs from the majority's become the
+/// hypothesis's ranks, each cited (up to four lines) and described.
+fn blame_odd_fingerprints(
+    h: &mut Hypothesis,
+    runs: &BTreeMap<u32, (&str, usize)>,
+    culprits: &BTreeSet<u32>,
+    majority: &str,
+    weight: f64,
+    why: impl Fn(u32) -> String,
+) {
+    for (rank, (fingerprint, idx)) in runs.iter().filter(|(r, _)| culprits.contains(r)) {
         h.ranks.insert(*rank);
         if h.support.len() < 4 {
-            h.support(
-                Source::Torch,
-                0.8,
-                Some(*idx),
-                format!(
-                    "rank {rank} logged another collective than the others at sequence number {seq}"
-                ),
-            );
+            h.support(Source::Torch, weight, Some(*idx), why(*rank));
         }
         h.value(
             "detail",
             format!(
                 "rank {rank} runs {}, while the others run {}",
-                short_fingerprint(fp),
-                short_fingerprint(&majority)
+                short_fingerprint(fingerprint),
+                short_fingerprint(majority)
             ),
         );
     }
-    on_the_one_rank(ctx.job, &mut h);
-    Some(h)
 }
 
 /// A cause that lies with these ranks sits on the first one's host and GPU,
