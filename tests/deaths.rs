@@ -76,3 +76,28 @@ fn open_mpis_signal_report_names_the_rank_of_that_host_and_pid_ompi_4() {
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
+
+/// A PyTorch job under mpirun (Open MPI 4, ORTE): ranks 0, 1 and 3 time out
+/// in seq 20 while rank 2 wrote nothing of its own. mpirun's non-zero-exit
+/// block names the first process that failed by its process name
+/// `[[jobid,1],2]`: rank 2 exited with code 1, so it crashed rather than
+/// stalled. PRRTE (Open MPI 5) writes `[prterun-host-pid@1,2]` instead.
+#[test]
+fn mpiruns_first_failed_process_block_names_the_crashed_rank_ompi_4_and_5() {
+    for name in ["[[8493,1],2]", "[prterun-gpu01-147515@1,2]"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = String::new();
+        for rank in [0u32, 1, 3] {
+            log.push_str(&format!("[rank{rank}]:[E1201 10:30:0{rank}.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"));
+        }
+        log.push_str("--------------------------------------------------------------------------\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n--------------------------------------------------------------------------\n--------------------------------------------------------------------------\nmpirun detected that one or more processes exited with non-zero status, thus causing\nthe job to be terminated. The first process to do so was:\n\n");
+        log.push_str(&format!(
+            "  Process name: {name}\n  Exit code:    1\n--------------------------------------------------------------------------\n"
+        ));
+        write(dir.path(), "mpirun.out", &log);
+        let doc = common::analyze_to_json(dir.path());
+        let v = &doc["verdict"];
+        assert_eq!(v["cause"]["kind"], "process_crash", "{name}: {v:#}");
+        assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{name}: {v:#}");
+    }
+}
