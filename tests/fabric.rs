@@ -955,3 +955,40 @@ fn ib_resiliency_marking_a_device_failed_is_a_link_on_that_host_nccl_2_29() {
         "{cause:#}"
     );
 }
+
+/// NVIDIA/nccl#394's shape (NCCL ≤2.19 async-event format, mpirun `node01: `
+/// prefixes): the port's GID table changed under the running job, then the
+/// host's queue pairs stopped completing (status 12). The address change
+/// moved the GID NCCL's index names; retries exhausted are its consequence,
+/// not lossy links. A GID change on a host without failed completions blames
+/// nothing (the second job).
+#[test]
+fn a_gid_table_change_before_failed_completions_is_a_gid_index_lead_nccl_2_19() {
+    let h = "VM-0-14-centos";
+    let change = |pid: u32| {
+        format!(
+            "node01: {h}:{pid}:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : GID table change\nnode01:\n"
+        )
+    };
+    let failed = |pid: u32| {
+        format!(
+            "node01: {h}:{pid}:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129\nnode01: {h}:{pid}:593 [0] NCCL INFO include/net.h:28 -> 2\nnode01: {h}:{pid}:593 [0] NCCL INFO transport/net.cc:295 -> 2\nnode01: {h}:{pid}:593 [0] NCCL INFO transport.cc:179 -> 2 [Proxy Thread]\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "node01.log",
+        &(change(106) + &change(107) + &failed(108) + &failed(109)),
+    );
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "gid_index", "{cause:#}");
+    assert_eq!(cause["host"], h, "{cause:#}");
+
+    let calm = tempfile::tempdir().unwrap();
+    let other = failed(108).replace(h, "VM-0-15-centos");
+    write(calm.path(), "node01.log", &(change(106) + &other));
+    let doc = common::analyze_to_json(calm.path());
+    assert_ne!(doc["verdict"]["cause"]["kind"], "gid_index", "{doc:#}");
+}

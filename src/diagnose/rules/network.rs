@@ -392,6 +392,12 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             (CauseKind::LinkFlap, 0.55)
         } else if fatal {
             (CauseKind::HcaFault, 0.4)
+        } else if what.contains("gid table change") && verbs_failed_on(ctx, ev.who.host.as_deref())
+        {
+            // An address added to or taken off the RoCE netdev rewrites the
+            // GID table under a running job: the index NCCL chose may now
+            // name another address, and its queue pairs stop completing.
+            (CauseKind::GidIndex, 0.45)
         } else {
             continue;
         };
@@ -432,6 +438,13 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     by_place.into_values().collect()
+}
+
+/// Whether `host` reported failed work completions or verbs calls of its own.
+fn verbs_failed_on(ctx: &Ctx<'_>, host: Option<&str>) -> bool {
+    ctx.job
+        .events_where(|k| matches!(k, EventKind::IbCompletionError | EventKind::VerbsCallFailed))
+        .any(|(_, e)| e.who.host.as_deref() == host)
 }
 
 /// `Connection closed by remote peer X`, `Broken pipe`, `reset by peer`: the
