@@ -72,3 +72,21 @@ fn the_rank_whose_logged_fingerprint_differs_from_the_majority_torch_2_4() {
         "{v:#}"
     );
 }
+
+/// torch 1.10–1.12's ProcessGroupWrapper: each rank reports only its own
+/// fingerprint (`Rank R is running inconsistent collective: …`, no sequence
+/// number), JOTR#4's shape. Three ranks gather 40 rows, rank 3 gathers 41:
+/// rank 3 is the odd one.
+#[test]
+fn inconsistent_collective_reports_name_the_odd_rank_torch_1_11() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (rank, rows) in [(0u32, 40u32), (1, 40), (2, 40), (3, 41)] {
+        log.push_str(&format!("RuntimeError: Detected mismatch between collectives on ranks. Rank {rank} is running inconsistent collective: CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[{rows}, 256, 8, 8, 8], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))\n"));
+    }
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+}
