@@ -336,6 +336,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::CollectiveMismatch
                     | EventKind::WorkerFailed
                     | EventKind::TaskExited
+                    | EventKind::UniqueIdWait
             )
         })
         || job

@@ -163,6 +163,9 @@ event_kinds! {
     /// `Exception raised from <function> at <file>:<line>`: where a C++
     /// exception came from (checkTimeout, c10_cuda_check_implementation, …).
     CppExceptionOrigin => "cpp_exception_origin",
+    /// A rank gave up waiting in the key-value store for the NCCL unique id
+    /// its group's rank 0 publishes when it creates the communicator.
+    UniqueIdWait => "unique_id_wait",
     // launchers and process death
     WorkerFailed => "worker_failed",
     ClosingSignal => "closing_signal",
@@ -175,6 +178,9 @@ event_kinds! {
     /// A traceback frame inside torch.distributed's collective API
     /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
     C10dCall => "c10d_call",
+    /// A traceback frame in a helper that holds the other ranks at a barrier
+    /// while the main process works alone (`main_process_first`).
+    MainProcessWait => "main_process_wait",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
     /// The training loop said it finished (Lightning, Hugging Face, own prints):

@@ -21,13 +21,20 @@ pub struct CrashSummary<'a> {
 pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
     let mut by_rank: BTreeMap<u32, Vec<&'a Death>> = BTreeMap::new();
     let own_nccl_trouble = ranks_with_watchdog_trouble(ctx.job);
+    let waited_for_main = ctx
+        .job
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::MainProcessWait | EventKind::UniqueIdWait));
     for d in &ctx.job.deaths {
         let Some(rank) = d.rank else { continue };
         // An exit status alone or an abort, on a rank whose watchdog already
-        // fired, is the watchdog's doing: it takes the process down.
+        // fired, is the watchdog's doing: it takes the process down. So is
+        // one beside ranks that gave up waiting for the main process.
         let watchdog_abort =
             d.kind != DeathKind::Exception && matches!(d.signal.as_deref(), None | Some("SIGABRT"));
-        if d.consequence || (watchdog_abort && own_nccl_trouble.contains(&rank)) {
+        let gave_up_waiting = own_nccl_trouble.contains(&rank) || (waited_for_main && rank != 0);
+        if d.consequence || (watchdog_abort && gave_up_waiting) {
             continue;
         }
         by_rank.entry(rank).or_default().push(d);
@@ -72,6 +79,7 @@ fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
                     | EventKind::IbCompletionError
                     | EventKind::IbAsyncEvent
                     | EventKind::ProxyError
+                    | EventKind::UniqueIdWait
             )
         })
         .filter_map(|e| e.who.rank)

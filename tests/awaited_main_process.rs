@@ -1,0 +1,93 @@
+//! Ranks that gave up waiting for the main process: the store wait for the
+//! NCCL unique id rank 0 publishes, and the barrier of `main_process_first`.
+
+mod common;
+
+use common::write;
+use serde_json::json;
+
+fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        write(dir.path(), name, text);
+    }
+    common::analyze_to_json(dir.path())["verdict"].clone()
+}
+
+/// ChatGLM-Efficient-Tuning#137's shape (torch 1.13, RuntimeError, no rank
+/// prefix): rank 1 timed out in the store waiting for the unique id while
+/// rank 0 was still tokenizing the dataset alone. Rank 0 stalled.
+#[test]
+fn a_store_timeout_for_the_unique_id_names_rank_0_as_stalled_torch_1_13() {
+    let log = "Running tokenizer on dataset: 47%|████▊ | 3169000/6811963 [30:11<38:27, 1578.58 examples/s]Traceback (most recent call last):\n\
+File \"/work/src/utils/common.py\", line 506, in preprocess_data\n\
+with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n\
+File \"/env/lib/python3.9/site-packages/transformers/training_args.py\", line 1891, in main_process_first\n\
+torch.distributed.barrier()\n\
+RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n";
+    let v = verdict(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}
+
+/// torch 2.4+ DistBackendError behind `[rankN]:`: the store connection broke
+/// (`Connection reset by peer`) instead of timing out, so rank 0's side went
+/// away: a crash there, not a stall.
+#[test]
+fn a_broken_store_connection_for_the_unique_id_names_rank_0_as_crashed_torch_2_4() {
+    let mut log = String::new();
+    for rank in 1..4 {
+        log.push_str(&format!("[rank{rank}]: torch.distributed.DistBackendError: [{rank}] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may indicate a possible application crash on rank 0 or a network set up issue.\n"));
+    }
+    let v = verdict(&[("train.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+}
+
+/// transformers#17106's shape: the other ranks' tracebacks stop in the `with
+/// training_args.main_process_first(…)` line (its barrier raised) and the
+/// torchrun summary names rank 1's exit code 1 as the first failure. Rank 1
+/// gave up waiting; rank 0 was still preprocessing.
+#[test]
+fn tracebacks_through_main_process_first_blame_rank_0_not_the_first_waiter_to_exit() {
+    let mut log = String::new();
+    for _ in 0..3 {
+        log.push_str("Traceback (most recent call last):\n  File \"./run_clm.py\", line 414, in main\n    with training_args.main_process_first(desc=\"dataset map tokenization\"):\n  File \"/usr/lib/python3.8/contextlib.py\", line 113, in __enter__\n");
+    }
+    log.push_str("Root Cause (first observed failure):\n[0]:\n  time      : 2022-11-11_07:49:25\n  host      : ido-branch-s2n2k-pxvf4\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 5733)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n");
+    let v = verdict(&[("train.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+}
+
+/// Rank 0 raised its own exception while preprocessing: it crashed, and the
+/// others' waits are the consequence (the process rule's verdict stands).
+/// Where rank 0 itself reached the barrier and NCCL failed there for all,
+/// nobody was waited for.
+#[test]
+fn rank_0_that_failed_or_arrived_itself_is_not_called_stalled() {
+    let mut log = String::from(
+        "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"./train.py\", line 88, in <module>\n[rank0]: ValueError: tokenizer has no pad token\n",
+    );
+    for rank in 1..4 {
+        log.push_str(&format!("[rank{rank}]:   File \"/env/transformers/training_args.py\", line 2085, in main_process_first\n[rank{rank}]: torch.distributed.DistBackendError: [{rank}] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n"));
+    }
+    let v = verdict(&[("train.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("pad token"),
+        "{v:#}"
+    );
+
+    let mut log = String::new();
+    for rank in 0..4 {
+        log.push_str(&format!("[rank{rank}]:   File \"/env/transformers/training_args.py\", line 2085, in main_process_first\n[rank{rank}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"));
+    }
+    let v = verdict(&[("train.log", &log)]);
+    assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+}
