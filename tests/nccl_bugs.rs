@@ -420,3 +420,43 @@ fn a_peer_closing_before_the_magic_fails_init_until_2_27_3() {
     let doc = analyze(closed_before_magic("2.27.3").path());
     assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
 }
+
+/// nccl-tests#287's shape: two GeForce RTX 5090s on NCCL 2.25.1, whose init
+/// log says the kernels need more shared memory than the GPU gives. The
+/// defect fixed in 2.26.2 is named even where the paste stops before the
+/// failure (status stays unknown: the log shows no failure itself); 2.26.2
+/// prints the line as a WARN for another reason and is not proposed.
+#[test]
+fn blackwell_shared_memory_is_the_defect_of_2_25_1_fixed_in_2_26_2() {
+    let lines = |version: &str, prefix: &str| {
+        vec![
+            "#  Rank  0 Group  0 Pid   4766 on   GENOA-06 device  0 [0x21] NVIDIA GeForce RTX 5090"
+                .to_string(),
+            "GENOA-06:4766:4766 [0] NCCL INFO Bootstrap: Using enp227s0f0:192.168.1.250<0>"
+                .to_string(),
+            format!("GENOA-06:4766:4766 [0] NCCL INFO NCCL version {version}+cuda12.8"),
+            format!(
+                "GENOA-06:4766:4780 [0] NCCL {prefix}ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856"
+            ),
+            format!(
+                "GENOA-06:4766:4781 [1] NCCL {prefix}ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856"
+            ),
+        ]
+    };
+    let dir = job(&[("all_reduce_perf.log", lines("2.25.1", "INFO "))]);
+    let doc = analyze(dir.path());
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    let summary = bug["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("blackwell_shared_mem") && summary.contains("fixed in 2.26.2"),
+        "{bug:#}"
+    );
+    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
+    assert_eq!(doc["verdict"]["status"], "unknown", "{doc:#}");
+
+    let fixed = job(&[(
+        "all_reduce_perf.log",
+        lines("2.26.2", "WARN cudaArch 1200 "),
+    )]);
+    assert!(nccl_bug(&analyze(fixed.path())).is_none());
+}

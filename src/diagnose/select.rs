@@ -236,6 +236,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && kind == CauseKind::CollectiveMismatch {
         return Status::Hang;
     }
+    // A known defect's signature in a log that stops before any failure: the
+    // job was headed for it, but whether it failed the logs do not say.
+    if !failed && kind == CauseKind::NcclBug {
+        return Status::Unknown;
+    }
     // A suspect found only in counters, snapshots or the kernel log, while the
     // job itself shows no failure: the fabric is degraded, the job did not fail.
     if !failed {
