@@ -191,3 +191,22 @@ fn the_one_rank_below_the_highest_that_left_no_line_is_the_one_waited_for_torch_
     let notes = doc["notes"].to_string();
     assert!(notes.contains("No logs from rank(s) 0, 1, 2, 4"), "{notes}");
 }
+
+/// pytorch#141069's shape (torch 2.3): rank 2 prints the watchdog's timeout,
+/// ranks 1 and 3 only `Timeout at NCCL work: 19, last enqueued …: 19` — a
+/// timeout report of its own. Rank 0 wrote nothing: it is the one waited for,
+/// not the two ranks that said less.
+#[test]
+fn timeout_at_nccl_work_lines_count_as_timeouts_torch_2_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from(
+        "[rank2]:[E ProcessGroupNCCL.cpp:563] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=19, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800093 milliseconds before timing out.\n",
+    );
+    for rank in [2u32, 3, 1] {
+        log.push_str(&format!("[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {rank}] Timeout at NCCL work: 19, last enqueued NCCL work: 19, last completed NCCL work: 18.\n"));
+    }
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}

@@ -71,6 +71,9 @@ pub fn collect(job: &mut Job) {
                 let st = states.entry((pg, rank)).or_default();
                 if ev.kind == EventKind::PgStatus {
                     st.failed_seq = st.failed_seq.or(ev.int("seq"));
+                    // torch 2.3's `Timeout at NCCL work: N` is a timeout
+                    // report of its own (2.4+ words say "error or timeout").
+                    st.timed_out |= ev.text_field("timeout").is_some();
                 }
                 if ev.kind == EventKind::FlightRecord {
                     record_flight(st, ev);
