@@ -388,3 +388,19 @@ fn counter_dump_names_tie_an_hca_fault_by_pci_address_to_its_rdma_device() {
     assert_eq!(cause.kind.to_string(), "hca_fault", "{cause:?}");
     assert_eq!(cause.device.as_deref(), Some("mlx5_1"), "{cause:?}");
 }
+
+/// nvidia-smi run on the host after the hang cannot reach rank 5's GPU
+/// (`Unable to determine the device handle for GPU…: Unknown Error`,
+/// returnn#1486's shape): the GPU was lost, as with an Xid 79.
+#[test]
+fn nvidia_smi_unable_to_reach_rank_5s_gpu_is_a_gpu_fault_of_rank_5() {
+    let job = Job::new(&|_| Vec::new(), &all_but(5));
+    job.write(
+        "node002/nvidia-smi.txt",
+        "zeyer@node002 ~ % nvidia-smi\nUnable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n",
+    );
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+    assert_eq!(v["cause"]["gpu_bus_id"], "0000:3b:00.0");
+}
