@@ -210,3 +210,22 @@ fn timeout_at_nccl_work_lines_count_as_timeouts_torch_2_3() {
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// OpenRLHF#1126's shape (torch 2.6): rank 2 printed no timeout of its own,
+/// only the dump signal another rank's timeout sent it, whose `Last enqueued
+/// NCCL work` is the hung seq: it entered the collective and waits there.
+/// The rank that left no line is the one they wait for, not rank 2.
+#[test]
+fn a_rank_whose_dump_signal_shows_the_hung_work_enqueued_is_a_waiter_torch_2_6() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from(
+        "[rank2]:[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due to a collective timeout from  rank 3 and we will try our best to dump the debug info. Last enqueued NCCL work: 460631, last completed NCCL work: 460630.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run.\n",
+    );
+    for rank in [0u32, 3] {
+        log.push_str(&format!("[rank{rank}]:[E901 05:20:03.123992144 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=460631, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n[rank{rank}]:[E901 05:20:03.124073319 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank {rank}]  failure detected by watchdog at work sequence id: 460631 PG status: last enqueued work: 460631, last completed work: 460630\n"));
+    }
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}

@@ -49,6 +49,9 @@ pub fn find(
         ..Hang::default()
     };
     let mut ops: BTreeMap<String, usize> = BTreeMap::new();
+    // Ranks whose own status (a dump signal, a Flight Recorder entry) shows
+    // the hung work enqueued: they entered it and wait there, reported or not.
+    let mut entered: BTreeSet<u32> = BTreeSet::new();
     for ((p, rank), st) in job
         .pg_states
         .range((pg.clone(), 0)..=(pg.clone(), u32::MAX))
@@ -64,6 +67,9 @@ pub fn find(
         };
         if let Some(e) = behind {
             hang.laggards.insert(*rank, e);
+        }
+        if seq.is_some() && st.last_enqueued >= seq {
+            entered.insert(*rank);
         }
         if st.failed_seq == seq {
             if let Some(op) = &st.op {
@@ -105,8 +111,10 @@ pub fn find(
         ranks.clear();
     }
     for rank in ranks {
-        let accounted =
-            hang.timed_out.contains(&rank) || dead.contains(&rank) || erroring.contains(&rank);
+        let accounted = hang.timed_out.contains(&rank)
+            || entered.contains(&rank)
+            || dead.contains(&rank)
+            || erroring.contains(&rank);
         if accounted || hang.laggards.contains_key(&rank) {
             continue;
         }
