@@ -90,3 +90,30 @@ fn inconsistent_collective_reports_name_the_odd_rank_torch_1_11() {
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
 }
+
+/// NVIDIA/nccl#969's shape (NCCL 2.12–2.19, mpirun `host: ` prefixes): the
+/// sender's IB transport finds its send larger than the receive the peer
+/// posted. The ranks ran the collective with different sizes (or settings);
+/// the line does not say which side is odd, so no rank is named.
+#[test]
+fn nccl_ib_collective_mismatch_error_is_a_collective_mismatch_nccl_2_18() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = "so-ucloud-10-10-23-10";
+    let log = format!(
+        "10.10.23.10: {h}:1307367:1307367 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n\
+10.10.23.10: {h}:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 remote size 65536\n\
+10.10.23.10: {h}:1307367:1307586 [0] NCCL INFO include/net.h:32 -> 5\n\
+10.10.23.10: {h}:1307367:1307586 [0] NCCL INFO transport/net.cc:890 -> 5\n\
+10.10.23.10: {h}:1307367:1307586 [0] NCCL INFO proxy.cc:684 -> 5 [Proxy Thread]\n"
+    );
+    write(dir.path(), "node_10.10.23.10.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("496640") && summary.contains("65536"),
+        "{summary}"
+    );
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}

@@ -131,6 +131,9 @@ event_kinds! {
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",
     NcclErrorChain => "nccl_error_chain",
+    /// NCCL's IB transport had more to send than the peer's posted receive:
+    /// the two ranks disagree on the collective's size (or on NCCL settings).
+    NetSizeMismatch => "net_size_mismatch",
     /// A NCCL WARN line no specific pattern knows.
     NcclWarn => "nccl_warn",
     // PyTorch ProcessGroupNCCL

@@ -16,6 +16,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
     out.extend(awaited_main_process(ctx));
+    out.extend(transport_size_mismatch(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));
@@ -350,6 +351,44 @@ fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         },
     );
     Some(h)
+}
+
+/// NCCL's IB transport caught a send larger than the receive the peer
+/// posted for it (NCCL 2.3–2.19; the sender prints it): the two ranks ran the collective with different sizes,
+/// or with NCCL settings (protocol, buffer sizes) that differ. Which side is
+/// odd the line does not say.
+fn transport_size_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NetSizeMismatch) {
+        if h.support.is_empty() {
+            let sizes = |f| ev.int(f).map_or("?".to_string(), |n| n.to_string());
+            let between = match ev.text_field("peer") {
+                Some(peer) => format!(
+                    "{} to {}",
+                    ev.who.host.as_deref().unwrap_or("a host"),
+                    ctx.job.host_of_addr(peer).unwrap_or(peer)
+                ),
+                None => ev.who.host.as_deref().unwrap_or("a host").to_string(),
+            };
+            h.value(
+                "detail",
+                format!(
+                    "NCCL's IB transport from {between} had {} bytes to send to a receive of {}",
+                    sizes("local_size"),
+                    sizes("remote_size")
+                ),
+            );
+        }
+        if h.support.len() < 4 {
+            h.support(
+                Source::Nccl,
+                0.5,
+                Some(idx),
+                "this rank had more to send than its peer's receive could take: the two ran the collective with different sizes, or with different NCCL settings",
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
 }
 
 /// Ranks timed out on the same sequence number but with a different op or
