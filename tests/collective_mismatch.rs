@@ -117,3 +117,26 @@ fn nccl_ib_collective_mismatch_error_is_a_collective_mismatch_nccl_2_18() {
     );
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
+
+/// FunASR#2317's shape (torch 2.3, two ranks): at seq 3437 rank 0 runs an
+/// ALLREDUCE of 4311252 elements, rank 1 one of 1 element (its validation
+/// loop). Two ranks, two collectives, neither enqueued past it: a mismatch
+/// for certain, with no side to blame.
+#[test]
+fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (rank, numel) in [(0u32, 4311252u64), (1, 1)] {
+        log.push_str(&format!("[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3437, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600057 milliseconds before timing out.\n"));
+    }
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("4311252") && summary.contains("3437"),
+        "{summary}"
+    );
+}

@@ -62,6 +62,8 @@ struct XidSpec {
 struct TorchApiSpec {
     #[serde(default)]
     ops: BTreeMap<String, String>,
+    #[serde(default)]
+    same_size_ops: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,6 +177,8 @@ pub struct Knowledge {
     wedged_commands: Vec<String>,
     /// torch.distributed function name → the OpType its work carries.
     torch_api_ops: BTreeMap<String, String>,
+    /// OpTypes whose input has the same size on every rank of the group.
+    same_size_ops: Vec<String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
 }
@@ -251,6 +255,7 @@ impl Knowledge {
             xid_classes,
             wedged_commands: raw.mlx5.wedged_command_timeouts,
             torch_api_ops: raw.torch_api.ops,
+            same_size_ops: raw.torch_api.same_size_ops,
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             causes,
             consequences: ConsequenceRules {
@@ -273,6 +278,12 @@ impl Knowledge {
     /// The OpType of a torch.distributed function (`all_reduce` → `ALLREDUCE`).
     pub fn torch_api_op(&self, function: &str) -> Option<&str> {
         self.torch_api_ops.get(function).map(String::as_str)
+    }
+
+    /// Whether every rank passes the same input size to `op` (an all-reduce
+    /// does; an all-to-all with uneven splits or a gather's root does not).
+    pub fn same_size_op(&self, op: &str) -> bool {
+        self.same_size_ops.iter().any(|o| o == op)
     }
 
     pub fn cause(&self, kind: CauseKind) -> &CauseText {

@@ -417,12 +417,6 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     }
     let top = *counts.values().max()?;
     let leaders: Vec<_> = counts.iter().filter(|(_, n)| **n == top).collect();
-    let (majority, even_split) = match leaders[..] {
-        [(majority, _)] => ((*majority).clone(), false),
-        // An even split names no minority, unless one side alone stopped
-        // issuing work there.
-        _ => (moved_on(ctx, hang, &known)?, true),
-    };
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     if let Some(seq) = hang.seq {
         h.value("seq", seq.to_string());
@@ -433,6 +427,18 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
             Some(n) => format!("{op} of {n} elements"),
             None => op,
         }
+    };
+    let (majority, even_split) = match leaders[..] {
+        [(majority, _)] => ((*majority).clone(), false),
+        // An even split names no minority, unless one side alone stopped
+        // issuing work there.
+        _ => match moved_on(ctx, hang, &known) {
+            Some(side) => (side, true),
+            None if all_stopped(ctx, hang, &known) => {
+                return Some(undecided_split(ctx, hang, h, &known, fmt));
+            }
+            None => return None,
+        },
     };
     for (rank, k) in known.iter().filter(|(_, k)| **k != majority) {
         h.ranks.insert(*rank);
@@ -470,6 +476,61 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     }
     on_the_one_rank(ctx.job, &mut h);
     Some(h)
+}
+
+/// Every rank of an even split stopped at the hung sequence number (none
+/// enqueued later work), and their collectives cannot both be right: the ops
+/// differ, or one op that takes the same size on every rank ran with two.
+/// Sides that both moved on, or an all-to-all's uneven splits, are no sign.
+fn all_stopped(
+    ctx: &Ctx<'_>,
+    hang: &Hang,
+    known: &BTreeMap<u32, (Option<String>, Option<i64>)>,
+) -> bool {
+    let Some(seq) = hang.seq else { return false };
+    let ops: BTreeSet<&str> = known.values().filter_map(|(op, _)| op.as_deref()).collect();
+    let sizes_must_match =
+        matches!(ops.iter().collect::<Vec<_>>()[..], [op] if ctx.kb.same_size_op(op));
+    let stopped = known.keys().all(|r| {
+        ctx.job
+            .pg_states
+            .get(&(hang.pg.clone(), *r))
+            .and_then(|s| s.last_enqueued)
+            .is_none_or(|e| e <= seq)
+    });
+    stopped && (ops.len() > 1 || sizes_must_match)
+}
+
+/// Ranks split evenly between two collectives at one sequence number, with
+/// nothing to tell which side is odd: a mismatch for certain (one sequence
+/// number cannot hold two collectives), its culprit unnamed.
+fn undecided_split(
+    ctx: &Ctx<'_>,
+    hang: &Hang,
+    mut h: Hypothesis,
+    known: &BTreeMap<u32, (Option<String>, Option<i64>)>,
+    fmt: impl Fn(&(Option<String>, Option<i64>)) -> String,
+) -> Hypothesis {
+    let sides: Vec<String> = known
+        .iter()
+        .take(4)
+        .map(|(rank, k)| format!("rank {rank} ran {}", fmt(k)))
+        .collect();
+    h.value("detail", sides.join(", "));
+    for rank in known.keys().take(4) {
+        let ev = ctx
+            .job
+            .pg_states
+            .get(&(hang.pg.clone(), *rank))
+            .and_then(|s| s.evidence.first().copied());
+        h.support(
+            Source::Torch,
+            0.5,
+            ev,
+            format!("rank {rank} timed out in its own collective at this sequence number; as many ranks ran the other one, so neither side is the odd one"),
+        );
+    }
+    h
 }
 
 /// Of two sides that ran different collectives at the hung sequence number,
