@@ -34,6 +34,9 @@ struct KnowledgeFile {
     torch_api: TorchApiSpec,
     #[serde(default)]
     sockets: SocketsSpec,
+    /// Signal name → what a process dying of it most often means.
+    #[serde(default)]
+    signal_hints: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -179,6 +182,8 @@ pub struct Knowledge {
     torch_api_ops: BTreeMap<String, String>,
     /// OpTypes whose input has the same size on every rank of the group.
     same_size_ops: Vec<String>,
+    /// Signal name → what a process dying of it most often means.
+    signal_hints: BTreeMap<String, String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
 }
@@ -256,6 +261,7 @@ impl Knowledge {
             wedged_commands: raw.mlx5.wedged_command_timeouts,
             torch_api_ops: raw.torch_api.ops,
             same_size_ops: raw.torch_api.same_size_ops,
+            signal_hints: raw.signal_hints,
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             causes,
             consequences: ConsequenceRules {
@@ -278,6 +284,11 @@ impl Knowledge {
     /// The OpType of a torch.distributed function (`all_reduce` → `ALLREDUCE`).
     pub fn torch_api_op(&self, function: &str) -> Option<&str> {
         self.torch_api_ops.get(function).map(String::as_str)
+    }
+
+    /// What dying of `signal` (`SIGBUS`) most often means, where known.
+    pub fn signal_hint(&self, signal: &str) -> Option<&str> {
+        self.signal_hints.get(signal).map(String::as_str)
     }
 
     /// Whether every rank passes the same input size to `op` (an all-reduce

@@ -110,6 +110,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             ),
         );
         h.value("reason", clip(&best_reason(deaths), 200));
+        add_signal_hint(ctx, &mut h, deaths.iter().copied());
         for d in deaths {
             let (source, weight) = death_weight(ctx, d);
             for &ev in d.evidence.iter().take(1) {
@@ -134,8 +135,42 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         add_peer_reports(ctx, &mut h);
         out.push(h);
     }
+    if out.is_empty() {
+        out.extend(unranked_crash(ctx));
+    }
     add_program_faults(ctx, &mut out);
     out
+}
+
+/// A process that died of a fatal signal of its own (a segfault, a bus
+/// error, SIGKILL) where no line ties its pid to a rank: a crash on its host
+/// still, weaker than one whose rank is known.
+fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let d = ctx.job.deaths.iter().find(|d| {
+        d.rank.is_none()
+            && !d.consequence
+            && d.host.is_some()
+            && matches!(
+                d.signal.as_deref(),
+                Some("SIGSEGV" | "SIGBUS" | "SIGKILL" | "SIGILL" | "SIGFPE")
+            )
+    })?;
+    let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+    h.host = d.host.clone();
+    let pid = d.pid.map_or(String::new(), |p| format!(" (pid {p})"));
+    h.value(
+        "who",
+        format!(
+            "A process on {}{pid}",
+            d.host.as_deref().unwrap_or("a host")
+        ),
+    );
+    h.value("reason", clip(&d.reason, 200));
+    add_signal_hint(ctx, &mut h, [d]);
+    for &ev in d.evidence.iter().take(1) {
+        h.support(Source::Launcher, 0.45, Some(ev), death_why(d));
+    }
+    Some(h)
 }
 
 /// A rank whose own watchdog caught a CUDA error that is not the hardware's
@@ -183,6 +218,21 @@ fn add_program_faults(ctx: &Ctx<'_>, out: &mut Vec<Hypothesis>) {
         h.value("reason", clip(&format!("CUDA error: {error}"), 200));
         h.support(Source::Torch, 0.7, Some(idx), why);
         out.push(h);
+    }
+}
+
+/// What the first signal the deaths name most often means, for the remedy.
+fn add_signal_hint<'d>(
+    ctx: &Ctx<'_>,
+    h: &mut Hypothesis,
+    deaths: impl IntoIterator<Item = &'d Death>,
+) {
+    if let Some(hint) = deaths
+        .into_iter()
+        .filter_map(|d| d.signal.as_deref())
+        .find_map(|s| ctx.kb.signal_hint(s))
+    {
+        h.value("hint", hint);
     }
 }
 

@@ -226,8 +226,9 @@ fn process_signaled(
     {
         d.rank = index.by_pid(d.host.as_deref(), pid);
     }
-    d.rank?;
-    Some(d)
+    // A signal banner whose process no line ties to a rank still says a
+    // process on that host died: kept, placed by its host.
+    (d.rank.is_some() || d.host.is_some()).then_some(d)
 }
 
 /// The torchrun agent stopping the surviving workers after one failed: these
