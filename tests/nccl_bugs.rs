@@ -460,3 +460,31 @@ fn blackwell_shared_memory_is_the_defect_of_2_25_1_fixed_in_2_26_2() {
     )]);
     assert!(nccl_bug(&analyze(fixed.path())).is_none());
 }
+
+/// vLLM#3688's shape: a Ray worker's DistBackendError on NCCL 2.18.1 whose
+/// last CUDA error is `invalid argument` — the unsynchronised copy of
+/// ncclTransportP2pSetup fixed in 2.18.6 / 2.19.3 (NVIDIA/nccl#957). Named on
+/// 2.18.1; not on 2.18.6, the first 2.18 release with the fix.
+#[test]
+fn p2p_setup_invalid_argument_is_the_defect_of_2_18_1_to_2_19_1() {
+    let lines = |version: &str| {
+        vec![
+            format!("(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version {version}"),
+            "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] ncclUnhandledCudaError: Call to CUDA function failed.".to_string(),
+            "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] Last error:".to_string(),
+            "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] Cuda failure 'invalid argument'".to_string(),
+        ]
+    };
+    let dir = job(&[("driver.log", lines("2.18.1"))]);
+    let doc = analyze(dir.path());
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("p2p_setup_unsynced_copy"),
+        "{bug:#}"
+    );
+    let fixed = job(&[("driver.log", lines("2.18.6"))]);
+    assert!(nccl_bug(&analyze(fixed.path())).is_none());
+}
