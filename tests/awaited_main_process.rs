@@ -91,3 +91,40 @@ fn rank_0_that_failed_or_arrived_itself_is_not_called_stalled() {
     let v = verdict(&[("train.log", &log)]);
     assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
 }
+
+/// ace#851's shape: an unprefixed `Saving latest checkpoint` line at
+/// 10:28:25, then ranks 1–7 time out at 10:48:25 after 20 minutes: the
+/// collective began as the save did, and rank 0 (which logs the trainer's
+/// lines) never joined it. A save two hours before the collective began had
+/// long finished: no such claim then.
+#[test]
+fn a_save_starting_as_the_others_entered_the_collective_names_the_saver() {
+    let log = |save_at: &str| {
+        let mut log = format!(
+            "2026-02-18 {save_at},496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs and 36738 additional batches\n"
+        );
+        for rank in 1..8 {
+            log.push_str(&format!("[rank{rank}]:[E218 10:48:25.033625188 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1512677, OpType=ALLREDUCE, NumelIn=306176, NumelOut=306176, Timeout(ms)=1200000) ran for 1200027 milliseconds before timing out.\n"));
+        }
+        log
+    };
+    let v = verdict(&[("train.log", &log("10:28:25"))]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("saving a checkpoint"),
+        "{v:#}"
+    );
+
+    let v = verdict(&[("train.log", &log("08:28:25"))]);
+    assert!(
+        !v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("saving a checkpoint"),
+        "{v:#}"
+    );
+}

@@ -189,6 +189,9 @@ event_kinds! {
     /// The training loop said it finished (Lightning, Hugging Face, own prints):
     /// a collective after it has no partner on ranks that already left.
     TrainingEnded => "training_ended",
+    /// A rank started saving a checkpoint or the model (work one rank often
+    /// does alone while the others wait in the next collective).
+    CheckpointSave => "checkpoint_save",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)

@@ -15,12 +15,13 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
-    out.extend(awaited_main_process(ctx));
+    out.extend(super::main_process::awaited_main_process(ctx));
     out.extend(transport_size_mismatch(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));
         out.extend(barrier_while_one_rank_works(ctx, hang));
+        out.extend(super::main_process::saving_while_others_wait(ctx, hang));
         out.extend(stalled_ranks(ctx, hang));
     }
     out
@@ -152,7 +153,7 @@ fn blame_odd_fingerprints(
 
 /// A cause that lies with these ranks sits on the first one's host and GPU,
 /// and its text lists them all.
-fn on_the_ranks(job: &crate::model::Job, h: &mut Hypothesis, ranks: &BTreeSet<u32>) {
+pub(super) fn on_the_ranks(job: &crate::model::Job, h: &mut Hypothesis, ranks: &BTreeSet<u32>) {
     let info = ranks.iter().next().and_then(|r| job.ranks.get(r));
     h.host = info.and_then(|i| i.host.clone());
     h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
@@ -250,106 +251,6 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     }
     let ranks = h.ranks.clone();
     on_the_ranks(ctx.job, &mut h, &ranks);
-    Some(h)
-}
-
-/// Ranks that gave up waiting for the main process: in the store, for the
-/// NCCL unique id the group's rank 0 publishes once it creates the
-/// communicator, or at the barrier of a helper that lets the main process
-/// work first (`main_process_first`: dataset preprocessing, tokenization).
-/// Rank 0 was busy elsewhere; where its side of the store went away instead
-/// of timing out, it more likely died. A death of rank 0 of its own is the
-/// process rule's to explain.
-fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let job = ctx.job;
-    let waits: Vec<(usize, &crate::model::Event)> = job
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            matches!(e.kind, EventKind::UniqueIdWait | EventKind::MainProcessWait)
-                // A subgroup's rank 0 is some other global rank.
-                && e.int("root").is_none_or(|root| root == 0)
-                && e.who.rank != Some(0)
-        })
-        .collect();
-    // Rank 0 at the barrier or in a collective of its own was not elsewhere.
-    let zero_arrived = job.events.iter().any(|e| {
-        e.who.rank == Some(0)
-            && matches!(
-                e.kind,
-                EventKind::MainProcessWait
-                    | EventKind::WatchdogTimeout
-                    | EventKind::WatchdogException
-                    | EventKind::NcclErrorReport
-                    | EventKind::CommAborted
-            )
-    });
-    if waits.is_empty() || zero_arrived || super::culprit_deaths(ctx).by_rank.contains_key(&0) {
-        return None;
-    }
-    let store_lost = waits.iter().any(|(_, e)| {
-        let error = e.text_field("error").unwrap_or("").to_ascii_lowercase();
-        [
-            "reset by peer",
-            "broken pipe",
-            "closed",
-            "0 bytes",
-            "refused",
-        ]
-        .iter()
-        .any(|m| error.contains(m))
-    });
-    let mut h = Hypothesis::new(if store_lost {
-        CauseKind::ProcessCrash
-    } else {
-        CauseKind::RankStalled
-    });
-    for &(idx, ev) in waits.iter().take(4) {
-        let (weight, why) = match (ev.kind, store_lost) {
-            (EventKind::MainProcessWait, _) => (
-                0.5,
-                "a rank waited at main_process_first's barrier for the main process (rank 0) to finish its work alone".to_string(),
-            ),
-            (_, false) => (
-                0.6,
-                "a rank timed out waiting for rank 0 to publish the NCCL unique id: rank 0 had not reached the communicator's set-up".to_string(),
-            ),
-            (_, true) => (
-                0.45,
-                "a rank lost the store connection while waiting for rank 0's NCCL unique id: rank 0's side went away".to_string(),
-            ),
-        };
-        h.support(Source::Torch, weight, Some(idx), why);
-    }
-    let zero = BTreeSet::from([0]);
-    on_the_ranks(job, &mut h, &zero);
-    h.ranks = zero;
-    h.value("rank", "0");
-    h.value(
-        "who",
-        format!(
-            "Rank 0{}",
-            h.host
-                .as_ref()
-                .map_or(String::new(), |host| format!(" on {host}"))
-        ),
-    );
-    h.value(
-        "reason",
-        "the others' wait for it broke off: its store went away",
-    );
-    let at_barrier = waits
-        .iter()
-        .all(|(_, e)| e.kind == EventKind::MainProcessWait);
-    h.value(
-        "op",
-        if at_barrier {
-            "the barrier of main_process_first"
-        } else {
-            "the NCCL communicator set-up"
-        },
-    );
     Some(h)
 }
 

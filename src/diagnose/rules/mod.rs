@@ -10,6 +10,7 @@ mod config;
 mod fabric;
 mod gpu;
 mod kernel;
+mod main_process;
 mod nccl_bug;
 mod network;
 mod process;

@@ -403,7 +403,15 @@ fn resolve_by_file(job: &mut Job) {
         file.multiplexed = rank.is_none();
     }
     for ev in &mut job.events {
-        if ev.who.rank.is_none() {
+        // A trainer's own progress lines (a checkpoint save) in a console
+        // whose only prefixed lines are one rank's errors are most often
+        // rank 0's, which logs alone: only a worker's own folder gives them.
+        let app_line = ev.kind == EventKind::CheckpointSave
+            && job
+                .files
+                .get(ev.origin.file.0 as usize)
+                .is_none_or(|f| f.hints.process_dir.is_none());
+        if ev.who.rank.is_none() && !app_line {
             ev.who.rank = rank_of_file
                 .get(ev.origin.file.0 as usize)
                 .copied()

@@ -1,0 +1,172 @@
+//! Work the main process does alone while the others wait: preprocessing
+//! behind `main_process_first`, the NCCL unique id it has yet to publish, a
+//! checkpoint it is still saving. The rank the others wait for is rank 0, or
+//! the rank whose own line says it was saving.
+
+use std::collections::BTreeSet;
+
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventKind};
+
+use super::Ctx;
+use super::application::on_the_ranks;
+
+/// Ranks that gave up waiting for the main process: in the store, for the
+/// NCCL unique id the group's rank 0 publishes once it creates the
+/// communicator, or at the barrier of a helper that lets the main process
+/// work first (`main_process_first`: dataset preprocessing, tokenization).
+/// Rank 0 was busy elsewhere; where its side of the store went away instead
+/// of timing out, it more likely died. A death of rank 0 of its own is the
+/// process rule's to explain.
+pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let waits: Vec<(usize, &crate::model::Event)> = job
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            matches!(e.kind, EventKind::UniqueIdWait | EventKind::MainProcessWait)
+                // A subgroup's rank 0 is some other global rank.
+                && e.int("root").is_none_or(|root| root == 0)
+                && e.who.rank != Some(0)
+        })
+        .collect();
+    // Rank 0 at the barrier or in a collective of its own was not elsewhere.
+    let zero_arrived = job.events.iter().any(|e| {
+        e.who.rank == Some(0)
+            && matches!(
+                e.kind,
+                EventKind::MainProcessWait
+                    | EventKind::WatchdogTimeout
+                    | EventKind::WatchdogException
+                    | EventKind::NcclErrorReport
+                    | EventKind::CommAborted
+            )
+    });
+    if waits.is_empty() || zero_arrived || super::culprit_deaths(ctx).by_rank.contains_key(&0) {
+        return None;
+    }
+    let store_lost = waits.iter().any(|(_, e)| {
+        let error = e.text_field("error").unwrap_or("").to_ascii_lowercase();
+        [
+            "reset by peer",
+            "broken pipe",
+            "closed",
+            "0 bytes",
+            "refused",
+        ]
+        .iter()
+        .any(|m| error.contains(m))
+    });
+    let mut h = Hypothesis::new(if store_lost {
+        CauseKind::ProcessCrash
+    } else {
+        CauseKind::RankStalled
+    });
+    for &(idx, ev) in waits.iter().take(4) {
+        let (weight, why) = match (ev.kind, store_lost) {
+            (EventKind::MainProcessWait, _) => (
+                0.5,
+                "a rank waited at main_process_first's barrier for the main process (rank 0) to finish its work alone".to_string(),
+            ),
+            (_, false) => (
+                0.6,
+                "a rank timed out waiting for rank 0 to publish the NCCL unique id: rank 0 had not reached the communicator's set-up".to_string(),
+            ),
+            (_, true) => (
+                0.45,
+                "a rank lost the store connection while waiting for rank 0's NCCL unique id: rank 0's side went away".to_string(),
+            ),
+        };
+        h.support(Source::Torch, weight, Some(idx), why);
+    }
+    let zero = BTreeSet::from([0]);
+    on_the_ranks(job, &mut h, &zero);
+    h.ranks = zero;
+    h.value("rank", "0");
+    h.value(
+        "who",
+        format!(
+            "Rank 0{}",
+            h.host
+                .as_ref()
+                .map_or(String::new(), |host| format!(" on {host}"))
+        ),
+    );
+    h.value(
+        "reason",
+        "the others' wait for it broke off: its store went away",
+    );
+    let at_barrier = waits
+        .iter()
+        .all(|(_, e)| e.kind == EventKind::MainProcessWait);
+    h.value(
+        "op",
+        if at_barrier {
+            "the barrier of main_process_first"
+        } else {
+            "the NCCL communicator set-up"
+        },
+    );
+    Some(h)
+}
+
+/// How long before the hung collective began a save may have started and
+/// still be running, and how far after (clocks of two processes).
+const SAVE_BEFORE_S: i64 = 900;
+const SAVE_AFTER_S: i64 = 120;
+
+/// A rank that began saving a checkpoint as the others entered the hung
+/// collective, and did not time out in it itself: it was still saving (a
+/// large model's rank-0 save can outlast the timeout). A save line no prefix
+/// ties to a rank is rank 0's: trainers log from rank 0. Only a save whose
+/// time places it at the collective's start counts.
+pub(super) fn saving_while_others_wait(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+    let seq = hang.seq?;
+    // When the hung collective began: a timeout's stamp less the time it ran.
+    let began = ctx
+        .job
+        .events_where(|k| k == EventKind::WatchdogTimeout)
+        .filter(|(_, e)| e.int("seq") == Some(seq))
+        .filter_map(|(idx, e)| {
+            let ran = e.int("elapsed_ms").or(e.int("timeout_ms"))?;
+            Some(ctx.timeline.time_of(idx)? - chrono::Duration::milliseconds(ran))
+        })
+        .min()?;
+    let (idx, ev) = ctx
+        .job
+        .events_where(|k| k == EventKind::CheckpointSave)
+        .filter(|(idx, _)| {
+            ctx.timeline.time_of(*idx).is_some_and(|t| {
+                let lead = (began - t).num_seconds();
+                (-SAVE_AFTER_S..=SAVE_BEFORE_S).contains(&lead)
+            })
+        })
+        .last()?;
+    let saver = ev.who.rank.unwrap_or(0);
+    if hang.timed_out.contains(&saver) {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    let ranks = BTreeSet::from([saver]);
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.ranks = ranks;
+    h.value(
+        "op",
+        hang.op.clone().unwrap_or_else(|| "the collective".into()),
+    );
+    h.value("seq", seq.to_string());
+    h.value("pg", hang.pg.clone());
+    h.value(
+        "detail",
+        "It had started saving a checkpoint as the others entered it.",
+    );
+    h.support(
+        Source::Pattern,
+        0.55,
+        Some(idx),
+        format!("rank {saver} began saving a checkpoint as the others entered collective #{seq}, and never timed out in it: it was still saving"),
+    );
+    Some(h)
+}
