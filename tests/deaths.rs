@@ -125,3 +125,28 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n";
         "{v:#}"
     );
 }
+
+/// AnomalyGPT#43's shape (DeepSpeed 0.x launcher, one node): the command
+/// list of the failed worker is wrapped, so `] exits with return code = -9`
+/// stands without its `--local_rank`. A worker was SIGKILLed (host memory:
+/// the OOM killer); its rank is unknown, the crash is not.
+#[test]
+fn deepspeeds_wrapped_return_code_minus_9_is_a_crash_of_an_unknown_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "[2023-11-13 16:59:54,760] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9439\n\
+[2023-11-13 16:59:54,783] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9440\n\
+[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', 'train_mvtec.py', '--local_rank=1', '--model', 'openllama_peft', '--stage', '1', '--imagebind_ckpt_path', \n\
+'../pretrained_ckpt/imagebind_ckpt/imagebind_huge.pth', '--log_path', './ckpt/train_mvtec/log_rest/'\n\
+] exits with return code = -9\n";
+    write(dir.path(), "train.log", log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert!(
+        v["cause"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("OOM killer"),
+        "{v:#}"
+    );
+}

@@ -149,7 +149,8 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let d = ctx.job.deaths.iter().find(|d| {
         d.rank.is_none()
             && !d.consequence
-            && d.host.is_some()
+            // Without a host it could be any of several; alone, the one.
+            && (d.host.is_some() || ctx.job.hosts.len() <= 1)
             && matches!(
                 d.signal.as_deref(),
                 Some("SIGSEGV" | "SIGBUS" | "SIGKILL" | "SIGILL" | "SIGFPE")
@@ -158,13 +159,11 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::ProcessCrash);
     h.host = d.host.clone();
     let pid = d.pid.map_or(String::new(), |p| format!(" (pid {p})"));
-    h.value(
-        "who",
-        format!(
-            "A process on {}{pid}",
-            d.host.as_deref().unwrap_or("a host")
-        ),
-    );
+    let host = d
+        .host
+        .as_ref()
+        .map_or(String::new(), |h| format!(" on {h}"));
+    h.value("who", format!("A process{host}{pid}"));
     h.value("reason", clip(&d.reason, 200));
     add_signal_hint(ctx, &mut h, [d]);
     for &ev in d.evidence.iter().take(1) {
