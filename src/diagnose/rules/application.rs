@@ -351,11 +351,7 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
                 fmt(&majority)
             ),
         );
-        let ev = ctx
-            .job
-            .pg_states
-            .get(&(hang.pg.clone(), *rank))
-            .and_then(|s| s.evidence.first().copied());
+        let ev = first_status_line(ctx, hang, *rank);
         // As direct as PyTorch's own fingerprint check: the same sequence
         // number cannot hold two different collectives on healthy ranks.
         let (weight, why) = if even_split {
@@ -402,6 +398,15 @@ fn all_stopped(
     stopped && (ops.len() > 1 || sizes_must_match)
 }
 
+/// The first line of `rank`'s state in the hung group (its timeout or its
+/// status), to cite for what that state says.
+fn first_status_line(ctx: &Ctx<'_>, hang: &Hang, rank: u32) -> Option<usize> {
+    ctx.job
+        .pg_states
+        .get(&(hang.pg.clone(), rank))
+        .and_then(|s| s.evidence.first().copied())
+}
+
 /// Ranks split evenly between two collectives at one sequence number, with
 /// nothing to tell which side is odd: a mismatch for certain (one sequence
 /// number cannot hold two collectives), its culprit unnamed.
@@ -419,11 +424,7 @@ fn undecided_split(
         .collect();
     h.value("detail", sides.join(", "));
     for rank in known.keys().take(4) {
-        let ev = ctx
-            .job
-            .pg_states
-            .get(&(hang.pg.clone(), *rank))
-            .and_then(|s| s.evidence.first().copied());
+        let ev = first_status_line(ctx, hang, *rank);
         h.support(
             Source::Torch,
             0.5,
@@ -604,11 +605,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     h.value("pg", hang.pg.clone());
     h.ranks = culprits.clone();
     for (rank, last) in &hang.laggards {
-        let ev = ctx
-            .job
-            .pg_states
-            .get(&(hang.pg.clone(), *rank))
-            .and_then(|s| s.evidence.first().copied());
+        let ev = first_status_line(ctx, hang, *rank);
         h.support(
             Source::Torch,
             0.65,
