@@ -255,9 +255,9 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 }
 
 /// NCCL's IB transport caught a send larger than the receive the peer
-/// posted for it (NCCL 2.3–2.19; the sender prints it): the two ranks ran the collective with different sizes,
-/// or with NCCL settings (protocol, buffer sizes) that differ. Which side is
-/// odd the line does not say.
+/// posted for it (NCCL 2.3–2.19; the sender prints it): the two ranks ran
+/// the collective with different sizes, or with NCCL settings (protocol,
+/// buffer sizes) that differ. Which side is odd the line does not say.
 fn transport_size_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NetSizeMismatch) {

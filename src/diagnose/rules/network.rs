@@ -380,6 +380,7 @@ type Place = (Option<String>, Option<String>, Option<u32>, bool);
 fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     let mut usage: Option<NicUse> = None;
+    let mut verbs_failed: Option<BTreeSet<Option<&str>>> = None;
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::IbAsyncEvent) {
         let what = ev.text_field("event").unwrap_or("").to_ascii_lowercase();
         let fatal = ev.int("fatal") == Some(1)
@@ -392,7 +393,10 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             (CauseKind::LinkFlap, 0.55)
         } else if fatal {
             (CauseKind::HcaFault, 0.4)
-        } else if what.contains("gid table change") && verbs_failed_on(ctx, ev.who.host.as_deref())
+        } else if what.contains("gid table change")
+            && verbs_failed
+                .get_or_insert_with(|| hosts_with_failed_verbs(ctx))
+                .contains(&ev.who.host.as_deref())
         {
             // An address added to or taken off the RoCE netdev rewrites the
             // GID table under a running job: the index NCCL chose may now
@@ -440,11 +444,12 @@ fn async_events(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     by_place.into_values().collect()
 }
 
-/// Whether `host` reported failed work completions or verbs calls of its own.
-fn verbs_failed_on(ctx: &Ctx<'_>, host: Option<&str>) -> bool {
+/// The hosts that reported failed work completions or verbs calls of their own.
+fn hosts_with_failed_verbs<'a>(ctx: &Ctx<'a>) -> BTreeSet<Option<&'a str>> {
     ctx.job
         .events_where(|k| matches!(k, EventKind::IbCompletionError | EventKind::VerbsCallFailed))
-        .any(|(_, e)| e.who.host.as_deref() == host)
+        .map(|(_, e)| e.who.host.as_deref())
+        .collect()
 }
 
 /// `Connection closed by remote peer X`, `Broken pipe`, `reset by peer`: the
