@@ -20,7 +20,7 @@ SEED=${SEED:-1}
 REPEAT=${REPEAT:-3}
 
 cargo build --release --quiet
-BIN=target/release/ncclpm
+BIN=${NCCLPM_BIN:-target/release/ncclpm}
 if ! command -v rg >/dev/null; then
   cargo install ripgrep --quiet
 fi
