@@ -229,3 +229,21 @@ fn a_rank_whose_dump_signal_shows_the_hung_work_enqueued_is_a_waiter_torch_2_6()
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
+
+/// torchtune#2651's shape (torch 2.6, a terminal capture wrapped at a fixed
+/// width): rank 1's `failure detected by watchdog at work sequence id: 9387
+/// PG status:` lost its numbers to the next line. The seq alone says rank 1
+/// was in the hung work; the rank that left no line is the one waited for.
+#[test]
+fn a_status_line_cut_after_pg_status_still_places_its_rank_in_the_hung_work_torch_2_6() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in [2u32, 3] {
+        log.push_str(&format!("[rank{rank}]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.\n"));
+    }
+    log.push_str("[rank1]:[E430 05:09:48.894055132 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 9387 PG status: \nlast enqueued work: 9387, last completed work: 9386\n[rank1]:[E430 05:09:48.894115326 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping.\n");
+    write(dir.path(), "train.log", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}
