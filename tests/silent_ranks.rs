@@ -247,3 +247,18 @@ fn a_status_line_cut_after_pg_status_still_places_its_rank_in_the_hung_work_torc
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// vLLM#42354's shape: a timeout pasted over three lines, the work
+/// descriptor on the second and its `Timeout(ms)` cut onto the third. The
+/// hung collective (op and seq) is still read from the descriptor.
+#[test]
+fn a_work_descriptor_wrapped_before_its_timeout_still_names_the_collective() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "[Rank 1] Watchdog caught collective operation timeout:\n\
+WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n         Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n";
+    write(dir.path(), "rank1.log", log);
+    let doc = common::analyze_to_json(dir.path());
+    let c = &doc["verdict"]["collective"];
+    assert_eq!(c["op"], "_ALLGATHER_BASE", "{c:#}");
+    assert_eq!(c["seq"], 12590, "{c:#}");
+}
