@@ -153,3 +153,21 @@ fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
         "{doc:#}"
     );
 }
+
+/// NVIDIA/nccl#296's shape (NCCL 2.4.8): the kernels asserted a mismatched
+/// collective and the reporting rank says so (`… at and around rank 39`),
+/// here pasted inside markdown backticks without its prefix.
+#[test]
+fn nccl_device_mismatch_warning_is_a_collective_mismatch_nccl_2_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "NCCL version 2.4.8+cuda10.0\n\n`init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs`\n";
+    write(dir.path(), "warn.log", log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_ne!(v["status"], "healthy", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("rank 39"),
+        "{v:#}"
+    );
+}

@@ -131,9 +131,10 @@ event_kinds! {
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",
     NcclErrorChain => "nccl_error_chain",
-    /// NCCL's IB transport had more to send than the peer's posted receive:
-    /// the two ranks disagree on the collective's size (or on NCCL settings).
-    NetSizeMismatch => "net_size_mismatch",
+    /// NCCL itself caught ranks disagreeing on a collective: its IB
+    /// transport had more to send than the peer's posted receive (2.3–2.19),
+    /// or its kernels asserted a mismatched collective (2.4–2.6).
+    NcclMismatch => "nccl_mismatch",
     /// A NCCL WARN line no specific pattern knows.
     NcclWarn => "nccl_warn",
     // PyTorch ProcessGroupNCCL

@@ -16,7 +16,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
     out.extend(super::main_process::awaited_main_process(ctx));
-    out.extend(transport_size_mismatch(ctx));
+    out.extend(nccl_caught_mismatch(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));
@@ -254,42 +254,47 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     Some(h)
 }
 
-/// NCCL's IB transport caught a send larger than the receive the peer
-/// posted for it (NCCL 2.3–2.19; the sender prints it): the two ranks ran
-/// the collective with different sizes, or with NCCL settings (protocol,
-/// buffer sizes) that differ. Which side is odd the line does not say.
-fn transport_size_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+/// NCCL itself caught ranks disagreeing on a collective: its IB transport
+/// found a send larger than the receive the peer posted for it (2.3–2.19;
+/// the sender prints it), or its kernels asserted a mismatch (2.4–2.6, "at
+/// and around" the reporting rank). The ranks ran the collective with
+/// different sizes or in a different order, or with NCCL settings that
+/// differ. Which side is odd the lines do not say.
+fn nccl_caught_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
-    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NetSizeMismatch) {
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NcclMismatch) {
         if h.support.is_empty() {
-            let sizes = |f| ev.int(f).map_or("?".to_string(), |n| n.to_string());
-            let between = match ev.text_field("peer") {
-                Some(peer) => format!(
-                    "{} to {}",
-                    ev.who.host.as_deref().unwrap_or("a host"),
-                    ctx.job.host_of_addr(peer).unwrap_or(peer)
-                ),
-                None => ev.who.host.as_deref().unwrap_or("a host").to_string(),
-            };
-            h.value(
-                "detail",
-                format!(
-                    "NCCL's IB transport from {between} had {} bytes to send to a receive of {}",
-                    sizes("local_size"),
-                    sizes("remote_size")
-                ),
-            );
+            h.value("detail", mismatch_detail(ctx, ev));
         }
         if h.support.len() < 4 {
             h.support(
                 Source::Nccl,
                 0.5,
                 Some(idx),
-                "this rank had more to send than its peer's receive could take: the two ran the collective with different sizes, or with different NCCL settings",
+                "NCCL found the ranks' collectives disagreeing: different sizes or order, or different NCCL settings",
             );
         }
     }
     (!h.support.is_empty()).then_some(h)
+}
+
+fn mismatch_detail(ctx: &Ctx<'_>, ev: &crate::model::Event) -> String {
+    let host = ev.who.host.as_deref().unwrap_or("a host");
+    if let Some(rank) = ev.int("around_rank") {
+        return format!(
+            "NCCL's kernels detected a mismatched collective at and around rank {rank}"
+        );
+    }
+    let size = |f| ev.int(f).map_or("?".to_string(), |n| n.to_string());
+    let to = ev
+        .text_field("peer")
+        .map(|peer| format!(" to {}", ctx.job.host_of_addr(peer).unwrap_or(peer)))
+        .unwrap_or_default();
+    format!(
+        "NCCL's IB transport from {host}{to} had {} bytes to send to a receive of {}",
+        size("local_size"),
+        size("remote_size")
+    )
 }
 
 /// Ranks timed out on the same sequence number but with a different op or
