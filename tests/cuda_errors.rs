@@ -39,3 +39,22 @@ fn the_same_cuda_fault_on_every_rank_names_no_single_crashed_rank() {
     let v = &doc["verdict"];
     assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
 }
+
+/// nccl-tests#276's shape (NVLS set-up on an NVSwitch system after a Fabric
+/// Manager restart): `Cuda failure 999 'unknown error` — the closing quote
+/// lost in the paste. CUDA's unknown error is the driver having lost the
+/// GPU's state: a weak GPU fault on that host, not nothing.
+#[test]
+fn cuda_unknown_error_999_is_a_weak_gpu_fault_nvls() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "allreduce.log",
+        "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error\n",
+    );
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], "gpu47", "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.5, "{v:#}");
+}
