@@ -6,12 +6,16 @@ mod common;
 use common::write;
 use serde_json::json;
 
-fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
+fn report(files: &[(&str, &str)]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         write(dir.path(), name, text);
     }
-    common::analyze_to_json(dir.path())["verdict"].clone()
+    common::analyze_to_json(dir.path())
+}
+
+fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
+    report(files)["verdict"].clone()
 }
 
 /// ChatGLM-Efficient-Tuning#137's shape (torch 1.13, RuntimeError, no rank
@@ -25,10 +29,18 @@ with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n\
 File \"/env/lib/python3.9/site-packages/transformers/training_args.py\", line 1891, in main_process_first\n\
 torch.distributed.barrier()\n\
 RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n";
-    let v = verdict(&[("train.log", log)]);
+    let doc = report(&[("train.log", log)]);
+    let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
     assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
     assert_eq!(v["status"], "hang", "{v:#}");
+    // Rank 0 left no line, yet the table shows it, stuck.
+    let zero = doc["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rank"] == 0);
+    assert_eq!(zero.map(|r| &r["state"]), Some(&json!("stuck")), "{doc:#}");
 }
 
 /// torch 2.4+ DistBackendError behind `[rankN]:`: the store connection broke

@@ -38,6 +38,9 @@ pub fn rows(
         .collect();
     let mut all: BTreeSet<u32> = job.all_ranks().into_iter().collect();
     all.extend(job.ranks.keys().copied());
+    // A rank the verdict names belongs in the table even where it left no
+    // line (rank 0 that the others waited for while it worked alone).
+    all.extend(stuck.iter().copied());
     let pg = hang.map_or_else(|| "0".to_string(), |h| h.pg.clone());
     all.into_iter()
         .map(|rank| {
