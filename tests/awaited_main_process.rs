@@ -3,19 +3,10 @@
 
 mod common;
 
-use common::write;
 use serde_json::json;
 
-fn report(files: &[(&str, &str)]) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        write(dir.path(), name, text);
-    }
-    common::analyze_to_json(dir.path())
-}
-
 fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
-    report(files)["verdict"].clone()
+    common::report_of(files)["verdict"].clone()
 }
 
 /// ChatGLM-Efficient-Tuning#137's shape (torch 1.13, RuntimeError, no rank
@@ -29,7 +20,7 @@ with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n\
 File \"/env/lib/python3.9/site-packages/transformers/training_args.py\", line 1891, in main_process_first\n\
 torch.distributed.barrier()\n\
 RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n";
-    let doc = report(&[("train.log", log)]);
+    let doc = common::report_of(&[("train.log", log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
     assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");

@@ -2,8 +2,6 @@
 
 mod common;
 
-use common::write;
-
 /// torch 2.8's pair of lines per rank: the watchdog's timeout, then the
 /// group status with the last enqueued and completed work.
 fn timed_out(rank: u32, numel: u64, enqueued: u32) -> String {
@@ -19,20 +17,16 @@ fn timed_out(rank: u32, numel: u64, enqueued: u32) -> String {
 /// Named, but with less confidence than a majority would give.
 #[test]
 fn an_even_size_split_names_the_side_that_enqueued_nothing_after_it_torch_2_8() {
-    let dir = tempfile::tempdir().unwrap();
     let log = format!("{}{}", timed_out(3, 64, 7220), timed_out(2, 24084544, 7219));
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
     assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.7, "{v:#}");
 
     // Both sides moved on: nothing tells them apart.
-    let dir = tempfile::tempdir().unwrap();
     let log = format!("{}{}", timed_out(3, 64, 7220), timed_out(2, 24084544, 7221));
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     assert_ne!(
         doc["verdict"]["cause"]["kind"], "collective_mismatch",
         "{:#}",
@@ -53,7 +47,6 @@ fn fingerprint(rank: u32, seq: u32, shape: &str) -> String {
 /// before it are no mismatch.
 #[test]
 fn the_rank_whose_logged_fingerprint_differs_from_the_majority_torch_2_4() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for r in 1..=3 {
         log.push_str(&fingerprint(r, 37, "100, 1"));
@@ -61,8 +54,7 @@ fn the_rank_whose_logged_fingerprint_differs_from_the_majority_torch_2_4() {
     log.push_str(&fingerprint(2, 38, "77, 1"));
     log.push_str(&fingerprint(1, 38, "100, 1"));
     log.push_str(&fingerprint(3, 38, "100, 1"));
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
@@ -79,13 +71,11 @@ fn the_rank_whose_logged_fingerprint_differs_from_the_majority_torch_2_4() {
 /// rank 3 is the odd one.
 #[test]
 fn inconsistent_collective_reports_name_the_odd_rank_torch_1_11() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for (rank, rows) in [(0u32, 40u32), (1, 40), (2, 40), (3, 41)] {
         log.push_str(&format!("RuntimeError: Detected mismatch between collectives on ranks. Rank {rank} is running inconsistent collective: CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[{rows}, 256, 8, 8, 8], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))\n"));
     }
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
@@ -97,7 +87,6 @@ fn inconsistent_collective_reports_name_the_odd_rank_torch_1_11() {
 /// the line does not say which side is odd, so no rank is named.
 #[test]
 fn nccl_ib_collective_mismatch_error_is_a_collective_mismatch_nccl_2_18() {
-    let dir = tempfile::tempdir().unwrap();
     let h = "so-ucloud-10-10-23-10";
     let log = format!(
         "10.10.23.10: {h}:1307367:1307367 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n\
@@ -106,8 +95,7 @@ fn nccl_ib_collective_mismatch_error_is_a_collective_mismatch_nccl_2_18() {
 10.10.23.10: {h}:1307367:1307586 [0] NCCL INFO transport/net.cc:890 -> 5\n\
 10.10.23.10: {h}:1307367:1307586 [0] NCCL INFO proxy.cc:684 -> 5 [Proxy Thread]\n"
     );
-    write(dir.path(), "node_10.10.23.10.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("node_10.10.23.10.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     let summary = v["cause"]["summary"].as_str().unwrap();
@@ -124,13 +112,11 @@ fn nccl_ib_collective_mismatch_error_is_a_collective_mismatch_nccl_2_18() {
 /// for certain, with no side to blame.
 #[test]
 fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for (rank, numel) in [(0u32, 4311252u64), (1, 1)] {
         log.push_str(&format!("[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3437, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600057 milliseconds before timing out.\n"));
     }
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
@@ -141,13 +127,7 @@ fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
     );
 
     // An all-to-all's inputs may differ per rank (uneven splits): no sign.
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "train.log",
-        &log.replace("ALLREDUCE", "ALLTOALL_BASE"),
-    );
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log.replace("ALLREDUCE", "ALLTOALL_BASE"))]);
     assert_ne!(
         doc["verdict"]["cause"]["kind"], "collective_mismatch",
         "{doc:#}"
@@ -159,10 +139,8 @@ fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
 /// here pasted inside markdown backticks without its prefix.
 #[test]
 fn nccl_device_mismatch_warning_is_a_collective_mismatch_nccl_2_4() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "NCCL version 2.4.8+cuda10.0\n\n`init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs`\n";
-    write(dir.path(), "warn.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("warn.log", log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_ne!(v["status"], "healthy", "{v:#}");

@@ -46,13 +46,10 @@ fn the_same_cuda_fault_on_every_rank_names_no_single_crashed_rank() {
 /// GPU's state: a weak GPU fault on that host, not nothing.
 #[test]
 fn cuda_unknown_error_999_is_a_weak_gpu_fault_nvls() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let doc = common::report_of(&[(
         "allreduce.log",
         "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error\n",
-    );
-    let doc = common::analyze_to_json(dir.path());
+    )]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
     assert_eq!(v["cause"]["host"], "gpu47", "{v:#}");

@@ -2,15 +2,12 @@
 
 mod common;
 
-use common::write;
-
 /// NVIDIA/nccl#1538's shape, NCCL 2.22 under HPC-X: UCX's signal handler
 /// names the dying process only as `[host:pid …]`. The pid is the one whose
 /// NCCL lines say it is rank 2, so rank 2 crashed; it died setting up its
 /// connections (the proxy's failed Connect), before any Init COMPLETE.
 #[test]
 fn a_signal_handler_naming_host_and_pid_gives_the_rank_ucx() {
-    let dir = tempfile::tempdir().unwrap();
     let h = "worker-0";
     let mut log = String::new();
     for (rank, pid) in [(1u32, 5664u32), (2, 5665)] {
@@ -21,8 +18,7 @@ fn a_signal_handler_naming_host_and_pid_gives_the_rank_ucx() {
     }
     log.push_str(&format!("\n{h}:5665:5801 [2] proxy.cc:1487 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n"));
     log.push_str(&format!("[{h}:5665 :0:5665] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))\n"));
-    write(dir.path(), "worker-0.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("worker-0.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
@@ -33,7 +29,6 @@ fn a_signal_handler_naming_host_and_pid_gives_the_rank_ucx() {
 /// was rank 1. The other ranks' watchdogs then time out waiting for it.
 #[test]
 fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for (rank, pid, ip) in [
         (0u32, 90737u32, "172.19.24.109"),
@@ -49,8 +44,7 @@ fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
         log.push_str(&format!("(RayWorkerWrapper pid={pid}, ip={ip}) [rank{rank}]:[E1201 10:30:00.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0 Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"));
     }
     log.push_str("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: fff Worker ID: d89 Node ID: 844 Worker IP address: 172.19.24.110 Worker port: 10012 Worker PID: 90738 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.\n");
-    write(dir.path(), "driver.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("driver.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
@@ -61,7 +55,6 @@ fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
 /// pid's NCCL lines say it is rank 1.
 #[test]
 fn open_mpis_signal_report_names_the_rank_of_that_host_and_pid_ompi_4() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for (rank, host, pid) in [(0u32, "jetson-2", 8669u32), (1, "jetson-3", 29969)] {
         log.push_str(&format!(
@@ -70,8 +63,7 @@ fn open_mpis_signal_report_names_the_rank_of_that_host_and_pid_ompi_4() {
         log.push_str(&format!("{host}:{pid}:{pid} [0] NCCL INFO comm 0x5581c0 rank {rank} nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x8e2f0c1d - Init COMPLETE\n"));
     }
     log.push_str("[jetson-3:29969] *** Process received signal ***\n[jetson-3:29969] Signal: Segmentation fault (11)\n[jetson-3:29969] Signal code: Address not mapped (1)\n[jetson-3:29969] *** End of error message ***\n");
-    write(dir.path(), "mpirun.out", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("mpirun.out", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
@@ -85,7 +77,6 @@ fn open_mpis_signal_report_names_the_rank_of_that_host_and_pid_ompi_4() {
 #[test]
 fn mpiruns_first_failed_process_block_names_the_crashed_rank_ompi_4_and_5() {
     for name in ["[[8493,1],2]", "[prterun-gpu01-147515@1,2]"] {
-        let dir = tempfile::tempdir().unwrap();
         let mut log = String::new();
         for rank in [0u32, 1, 3] {
             log.push_str(&format!("[rank{rank}]:[E1201 10:30:0{rank}.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"));
@@ -94,8 +85,7 @@ fn mpiruns_first_failed_process_block_names_the_crashed_rank_ompi_4_and_5() {
         log.push_str(&format!(
             "  Process name: {name}\n  Exit code:    1\n--------------------------------------------------------------------------\n"
         ));
-        write(dir.path(), "mpirun.out", &log);
-        let doc = common::analyze_to_json(dir.path());
+        let doc = common::report_of(&[("mpirun.out", &log)]);
         let v = &doc["verdict"];
         assert_eq!(v["cause"]["kind"], "process_crash", "{name}: {v:#}");
         assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{name}: {v:#}");
@@ -109,14 +99,12 @@ fn mpiruns_first_failed_process_block_names_the_crashed_rank_ompi_4_and_5() {
 /// remedy.
 #[test]
 fn a_fatal_signal_of_an_unknown_rank_is_a_crash_on_its_host_ucx() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n\
 ==== backtrace (tid:   3095) ====\n\
  2 0x000000000007587d ncclGroupEnd()  ???:0\n\
  5 0x00000000000489b1 ???()  /usr/lib/x86_64-linux-gnu/libnccl.so.2:0\n\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n";
-    write(dir.path(), "train.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["cause"]["host"], "8d6bf97c3bf4", "{v:#}");
@@ -132,14 +120,12 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n";
 /// the OOM killer); its rank is unknown, the crash is not.
 #[test]
 fn deepspeeds_wrapped_return_code_minus_9_is_a_crash_of_an_unknown_worker() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "[2023-11-13 16:59:54,760] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9439\n\
 [2023-11-13 16:59:54,783] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9440\n\
 [2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', '-u', 'train_mvtec.py', '--local_rank=1', '--model', 'openllama_peft', '--stage', '1', '--imagebind_ckpt_path', \n\
 '../pretrained_ckpt/imagebind_ckpt/imagebind_huge.pth', '--log_path', './ckpt/train_mvtec/log_rest/'\n\
 ] exits with return code = -9\n";
-    write(dir.path(), "train.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert!(

@@ -644,7 +644,6 @@ fn a_failing_rank_without_nic_lines_is_placed_on_its_gpus_likely_nic() {
 /// failure: that NIC is the bad end, the other two are its victims.
 #[test]
 fn the_address_every_failed_queue_pair_names_is_the_bad_nic_nccl_2_26() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::from("0: NCCL version 2.26.2+cuda12.8\n");
     let fail = |task: u32, host: &str, dev: u32, local: &str, remote: &str| {
         format!(
@@ -659,8 +658,7 @@ fn the_address_every_failed_queue_pair_names_is_the_bad_nic_nccl_2_26() {
             "srun: error: {host}: tasks {tasks}: Exited with exit code 1\n"
         ));
     }
-    write(dir.path(), "slurm-48218.out", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("slurm-48218.out", &log)]);
     let v = &doc["verdict"];
     let cause = &v["cause"];
     assert_eq!(cause["kind"], "cross_rail", "{cause:#}");
@@ -858,14 +856,12 @@ fn on_node002(text: &str) -> String {
 /// culprits: rank 6, whose own sends failed, is.
 #[test]
 fn an_async_event_every_rank_of_a_host_printed_blames_none_of_them_nccl_2_18() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = slurm_log().replace("2.20.5", "2.18.3");
     log.push_str(&on_node002(
         "transport/net_ib.cc:86 NCCL WARN NET/IB : Got async event : port error",
     ));
     log.push_str("6: node002:1006:2206 [2] transport/net_ib.cc:1418 NCCL WARN NET/IB : Got completion from peer 10.3.0.11<57751> with error 12, opcode 0, len 0, vendor err 129 (Send)\n");
-    write(dir.path(), "slurm-48213.out", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("slurm-48213.out", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["host"], "node002", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([6]), "{v:#}");
@@ -875,13 +871,11 @@ fn an_async_event_every_rank_of_a_host_printed_blames_none_of_them_nccl_2_18() {
 /// cause's, not every rank that printed it.
 #[test]
 fn an_async_event_every_rank_printed_is_placed_on_its_devices_users_nccl_2_20() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = slurm_log();
     log.push_str(&on_node002(
         "transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_1:1 Got async event : port error",
     ));
-    write(dir.path(), "slurm-48213.out", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("slurm-48213.out", &log)]);
     let v = &doc["verdict"];
     let alternatives = v["alternatives"].as_array().unwrap().iter();
     let flap = std::iter::once(&v["cause"])
@@ -975,13 +969,10 @@ fn a_gid_table_change_before_failed_completions_is_a_gid_index_lead_nccl_2_19() 
             "node01: {h}:{pid}:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129\nnode01: {h}:{pid}:593 [0] NCCL INFO include/net.h:28 -> 2\nnode01: {h}:{pid}:593 [0] NCCL INFO transport/net.cc:295 -> 2\nnode01: {h}:{pid}:593 [0] NCCL INFO transport.cc:179 -> 2 [Proxy Thread]\n"
         )
     };
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
+    let doc = common::report_of(&[(
         "node01.log",
         &(change(106) + &change(107) + &failed(108) + &failed(109)),
-    );
-    let doc = common::analyze_to_json(dir.path());
+    )]);
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "gid_index", "{cause:#}");
     assert_eq!(cause["host"], h, "{cause:#}");

@@ -198,15 +198,13 @@ fn the_one_rank_below_the_highest_that_left_no_line_is_the_one_waited_for_torch_
 /// not the two ranks that said less.
 #[test]
 fn timeout_at_nccl_work_lines_count_as_timeouts_torch_2_3() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::from(
         "[rank2]:[E ProcessGroupNCCL.cpp:563] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=19, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800093 milliseconds before timing out.\n",
     );
     for rank in [2u32, 3, 1] {
         log.push_str(&format!("[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {rank}] Timeout at NCCL work: 19, last enqueued NCCL work: 19, last completed NCCL work: 18.\n"));
     }
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
@@ -217,15 +215,13 @@ fn timeout_at_nccl_work_lines_count_as_timeouts_torch_2_3() {
 /// The rank that left no line is the one they wait for, not rank 2.
 #[test]
 fn a_rank_whose_dump_signal_shows_the_hung_work_enqueued_is_a_waiter_torch_2_6() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::from(
         "[rank2]:[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due to a collective timeout from  rank 3 and we will try our best to dump the debug info. Last enqueued NCCL work: 460631, last completed NCCL work: 460630.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run.\n",
     );
     for rank in [0u32, 3] {
         log.push_str(&format!("[rank{rank}]:[E901 05:20:03.123992144 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=460631, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n[rank{rank}]:[E901 05:20:03.124073319 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank {rank}]  failure detected by watchdog at work sequence id: 460631 PG status: last enqueued work: 460631, last completed work: 460630\n"));
     }
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
@@ -236,14 +232,12 @@ fn a_rank_whose_dump_signal_shows_the_hung_work_enqueued_is_a_waiter_torch_2_6()
 /// was in the hung work; the rank that left no line is the one waited for.
 #[test]
 fn a_status_line_cut_after_pg_status_still_places_its_rank_in_the_hung_work_torch_2_6() {
-    let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for rank in [2u32, 3] {
         log.push_str(&format!("[rank{rank}]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.\n"));
     }
     log.push_str("[rank1]:[E430 05:09:48.894055132 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 9387 PG status: \nlast enqueued work: 9387, last completed work: 9386\n[rank1]:[E430 05:09:48.894115326 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping.\n");
-    write(dir.path(), "train.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("train.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
@@ -253,11 +247,9 @@ fn a_status_line_cut_after_pg_status_still_places_its_rank_in_the_hung_work_torc
 /// hung collective (op and seq) is still read from the descriptor.
 #[test]
 fn a_work_descriptor_wrapped_before_its_timeout_still_names_the_collective() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "[Rank 1] Watchdog caught collective operation timeout:\n\
 WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n         Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n";
-    write(dir.path(), "rank1.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("rank1.log", log)]);
     let c = &doc["verdict"]["collective"];
     assert_eq!(c["op"], "_ALLGATHER_BASE", "{c:#}");
     assert_eq!(c["seq"], 12590, "{c:#}");

@@ -138,14 +138,12 @@ fn a_gid_hazard_does_not_explain_socket_failures() {
 /// finished. Its socket list holds a link-local veth address, a weak lead.
 #[test]
 fn an_info_log_cut_during_set_up_is_not_healthy_nccl_2_7() {
-    let dir = tempfile::tempdir().unwrap();
     let p = "[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO";
     let socks = "[0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>";
     let log = format!(
         "Rank 0:\n{p} Bootstrap : Using {socks}\n{p} NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n[0m \n[0m ip-172-31-0-137:14605:14673 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n{p} NET/Socket : Using {socks}\n{p} Using network Socket\n[0m NCCL version 2.7.8+cuda11.1\n[0m ip-172-31-0-137:14605:14688 [0] NCCL INFO Channel 00/04 :    0   1\n"
     );
-    write(dir.path(), "rank0.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("rank0.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(doc["job"]["hosts"], serde_json::json!(["ip-172-31-0-137"]));
     assert_eq!(v["status"], "unknown", "{v:#}");
@@ -166,19 +164,15 @@ fn refused_connect_retries_are_a_lead_only_until_init_completes_nccl_2_4() {
             pid + 67
         )
     };
-    let dir = tempfile::tempdir().unwrap();
     let log = format!("{}{}", retry("node002", 26407), retry("node002", 26407));
-    write(dir.path(), "rank1.log", &log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("rank1.log", &log)]);
     let v = &doc["verdict"];
     assert_eq!(v["status"], "unknown", "{v:#}");
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("Weak leads: firewall"), "{summary}");
 
-    let dir = tempfile::tempdir().unwrap();
     let done = "node002:26407:26407 [0] NCCL INFO comm 0x55f4 rank 1 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n";
-    write(dir.path(), "rank1.log", &format!("{log}{done}"));
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("rank1.log", &format!("{log}{done}"))]);
     let v = &doc["verdict"];
     assert_eq!(v["status"], "healthy", "{v:#}");
 }
@@ -189,13 +183,11 @@ fn refused_connect_retries_are_a_lead_only_until_init_completes_nccl_2_4() {
 /// another release (the same warning without the setting).
 #[test]
 fn an_unfilled_address_under_a_forced_ifname_is_the_interface_nccl_2_27() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n\
                [trainer0|0]:ncclInternalError: Internal check failed.\n\
                [trainer0|0]:Last error:\n\
                [trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)\n";
-    write(dir.path(), "trainer.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("trainer.log", log)]);
     let cause = &doc["verdict"]["cause"];
     assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
     assert!(
@@ -209,11 +201,9 @@ fn an_unfilled_address_under_a_forced_ifname_is_the_interface_nccl_2_27() {
 /// breaks. No process at that address died: a peer advertised its bridge.
 #[test]
 fn a_broken_socket_to_a_bridge_gateway_is_the_interface_not_a_crash_nccl_2_12() {
-    let dir = tempfile::tempdir().unwrap();
     let log = "ip-172-31-12-104:28056:39685 [0] proxy.cc:1040 NCCL WARN [Proxy Service 3] Failed to execute operation Connect from rank 3, retcode 2\n\n\
                ip-172-31-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 172.18.0.1<34483> failed : Broken pipe\n";
-    write(dir.path(), "ip-172-31-12-104.log", log);
-    let doc = common::analyze_to_json(dir.path());
+    let doc = common::report_of(&[("ip-172-31-12-104.log", log)]);
     let v = &doc["verdict"];
     assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
     let crash_on_bridge = v["alternatives"]

@@ -33,6 +33,16 @@ pub fn analyze_to_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&json::to_string(&json::document(&input))).unwrap()
 }
 
+/// The report.json document of a job made of `files` (path, text) in a
+/// fresh temporary folder.
+pub fn report_of(files: &[(&str, &str)]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        write(dir.path(), rel, text);
+    }
+    analyze_to_json(dir.path())
+}
+
 /// Writes `text` to `root/rel`, making its folders: a job folder in a test.
 pub fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
