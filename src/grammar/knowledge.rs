@@ -37,6 +37,15 @@ struct KnowledgeFile {
     /// Signal name → what a process dying of it most often means.
     #[serde(default)]
     signal_hints: BTreeMap<String, String>,
+    #[serde(default)]
+    store: StoreSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreSpec {
+    #[serde(default)]
+    connection_lost: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,6 +193,8 @@ pub struct Knowledge {
     same_size_ops: Vec<String>,
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
+    /// Store errors (lower case) that mean the store's server went away.
+    store_connection_lost: Vec<String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
 }
@@ -262,6 +273,12 @@ impl Knowledge {
             torch_api_ops: raw.torch_api.ops,
             same_size_ops: raw.torch_api.same_size_ops,
             signal_hints: raw.signal_hints,
+            store_connection_lost: raw
+                .store
+                .connection_lost
+                .iter()
+                .map(|m| m.to_ascii_lowercase())
+                .collect(),
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             causes,
             consequences: ConsequenceRules {
@@ -289,6 +306,15 @@ impl Knowledge {
     /// What dying of `signal` (`SIGBUS`) most often means, where known.
     pub fn signal_hint(&self, signal: &str) -> Option<&str> {
         self.signal_hints.get(signal).map(String::as_str)
+    }
+
+    /// Whether a key-value store error says the store's server went away
+    /// (rather than a wait that timed out).
+    pub fn store_connection_lost(&self, error: &str) -> bool {
+        let error = error.to_ascii_lowercase();
+        self.store_connection_lost
+            .iter()
+            .any(|m| error.contains(m.as_str()))
     }
 
     /// Whether every rank passes the same input size to `op` (an all-reduce

@@ -48,16 +48,8 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         return None;
     }
     let store_lost = waits.iter().any(|(_, e)| {
-        let error = e.text_field("error").unwrap_or("").to_ascii_lowercase();
-        [
-            "reset by peer",
-            "broken pipe",
-            "closed",
-            "0 bytes",
-            "refused",
-        ]
-        .iter()
-        .any(|m| error.contains(m))
+        e.text_field("error")
+            .is_some_and(|error| ctx.kb.store_connection_lost(error))
     });
     let mut h = Hypothesis::new(if store_lost {
         CauseKind::ProcessCrash
