@@ -1,6 +1,7 @@
 //! Which collective the job was in. The hang (watchdog lines, Flight Recorder)
 //! names it best; without one, PyTorch's mismatch report or a traceback
-//! through torch.distributed still says which op a rank was running.
+//! through torch.distributed, or NCCL's call trace, still says which op a
+//! rank was running.
 
 use crate::model::{EventKind, Job};
 
@@ -27,7 +28,9 @@ pub fn named(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Named> {
             cited: None,
         });
     }
-    let guess = fingerprint(ctx.job).or_else(|| traceback_call(ctx));
+    let guess = fingerprint(ctx.job)
+        .or_else(|| traceback_call(ctx))
+        .or_else(|| diverging_call(ctx));
     match (from_hang, guess) {
         (Some(mut c), Some(g)) if g.collective.seq.is_none() || g.collective.seq == c.seq => {
             c.op = g.collective.op;
@@ -64,6 +67,23 @@ fn fingerprint(job: &Job) -> Option<Named> {
                 cited: Some(idx),
             })
         })
+}
+
+/// NCCL's COLL trace: the op the members of a communicator parted ways
+/// on (its launch count is NCCL's, not the group's sequence number).
+fn diverging_call(ctx: &Ctx<'_>) -> Option<Named> {
+    let rules = &ctx.kb.nccl_calls;
+    let d = super::call_trace::first_divergence(ctx.job, rules)?;
+    let side = &d.sides[0];
+    let op = rules.op_type(&side.call.op).unwrap_or(&side.call.op);
+    Some(Named {
+        collective: Collective {
+            op: Some(op.to_string()),
+            seq: None,
+            pg: None,
+        },
+        cited: side.lines.first().copied(),
+    })
 }
 
 /// The word after `key` (`OpType=BARRIER)` → `BARRIER`).

@@ -1,6 +1,7 @@
 //! Diagnose: from the joined job to the verdict — the stuck rank(s), the
 //! collective, and the ranked causes with their evidence.
 
+mod call_trace;
 mod collective;
 mod counter_review;
 mod evidence;

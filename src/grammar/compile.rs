@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use super::GrammarError;
 use super::accel::{self, Accelerator, ListFields, Spans};
 use super::fields::convert_field;
-use super::spec::{FieldKind, GrammarFile, PatternSpec, Scope};
+use super::spec::{FieldKind, GrammarFile, KeepLastSpec, PatternSpec, Scope};
 use crate::model::{EventKind, FieldList, Fields, FieldsBuilder, Level, Value, intern};
 
 /// Index of a pattern inside a [`Grammar`]; lower is tried first.
@@ -28,6 +28,8 @@ pub struct Pattern {
     /// Fields ignored when deciding a match only repeats an earlier one
     /// (`None`: every match is kept).
     pub repeats_differ_in: Option<Vec<&'static str>>,
+    /// Only the last matches are kept per process and these fields' values.
+    pub keep_last: Option<KeepLast>,
     /// The regex's text; the regex itself is built on first use for the
     /// built-in grammars (a job meets a fifth of their patterns, and
     /// building all cost a tenth of a second at every start), at once for a
@@ -59,6 +61,40 @@ pub struct Pattern {
     pub samples: Vec<(String, Fields)>,
     pub literals: Vec<String>,
     pub file: String,
+}
+
+/// How many of a pattern's last matches a file keeps, and per which fields
+/// (besides the writing process).
+#[derive(Debug)]
+pub struct KeepLast {
+    pub count: usize,
+    pub per: Vec<&'static str>,
+}
+
+fn keep_last_of(
+    spec: &KeepLastSpec,
+    captures: &[(&'static str, usize, FieldKind)],
+    pattern: &PatternSpec,
+) -> Result<KeepLast, String> {
+    if spec.count == 0 {
+        return Err("keep_last keeps at least one match (count ≥ 1)".into());
+    }
+    if !pattern.repeats_differ_in.is_empty() || pattern.accelerator.is_some() {
+        return Err("keep_last goes with neither repeats_differ_in nor an accelerator".into());
+    }
+    if let Some(bad) = spec
+        .per
+        .iter()
+        .find(|f| !captures.iter().any(|(n, _, _)| **n == ***f))
+    {
+        return Err(format!(
+            "keep_last per names `{bad}`, not a named capture of the regex"
+        ));
+    }
+    Ok(KeepLast {
+        count: spec.count,
+        per: spec.per.iter().map(|f| intern(f)).collect(),
+    })
 }
 
 #[derive(Debug)]
@@ -455,6 +491,12 @@ fn compile_pattern(
             "repeats_differ_in names `{bad}`, not a named capture of the regex"
         )));
     }
+    let keep_last = spec
+        .keep_last
+        .as_ref()
+        .map(|k| keep_last_of(k, &captures, &spec))
+        .transpose()
+        .map_err(fail)?;
     let listed_ignored = match accelerator {
         Some(Accelerator::Fields(reader)) => {
             listed_ignored(reader, &captures, &spec.repeats_differ_in).map_err(fail)?
@@ -489,6 +531,7 @@ fn compile_pattern(
         fallback: spec.fallback,
         repeats_differ_in: (!spec.repeats_differ_in.is_empty())
             .then(|| spec.repeats_differ_in.iter().map(|f| intern(f)).collect()),
+        keep_last,
         scope: spec.scope,
         accelerator,
         listed_ignored,

@@ -33,6 +33,8 @@ struct KnowledgeFile {
     #[serde(default)]
     torch_api: TorchApiSpec,
     #[serde(default)]
+    nccl_calls: NcclCalls,
+    #[serde(default)]
     sockets: SocketsSpec,
     /// Signal name → what a process dying of it most often means.
     #[serde(default)]
@@ -76,6 +78,54 @@ struct TorchApiSpec {
     ops: BTreeMap<String, String>,
     #[serde(default)]
     same_size_ops: Vec<String>,
+}
+
+/// How the members of a communicator must agree on a call, by NCCL op
+/// name (the COLL trace's `AllReduce: opCount …`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcclCalls {
+    /// Ops every member calls with one count and datatype at one launch.
+    #[serde(default)]
+    agreeing_ops: Vec<String>,
+    /// Of those, the ones whose root must agree too.
+    #[serde(default)]
+    rooted_ops: Vec<String>,
+    /// Of those, the ones whose reduction must agree too.
+    #[serde(default)]
+    reducing_ops: Vec<String>,
+    /// `ncclDataType_t` names by value.
+    #[serde(default)]
+    datatypes: Vec<String>,
+    /// NCCL op name → the OpType PyTorch names the same collective by.
+    #[serde(default)]
+    op_types: BTreeMap<String, String>,
+}
+
+impl NcclCalls {
+    /// Whether every member calls `op` alike (not a point-to-point op).
+    pub fn agreeing(&self, op: &str) -> bool {
+        self.agreeing_ops.iter().any(|o| o == op)
+    }
+
+    pub fn rooted(&self, op: &str) -> bool {
+        self.rooted_ops.iter().any(|o| o == op)
+    }
+
+    pub fn reducing(&self, op: &str) -> bool {
+        self.reducing_ops.iter().any(|o| o == op)
+    }
+
+    /// `6` → `float16`.
+    pub fn datatype(&self, value: i64) -> Option<&str> {
+        let i = usize::try_from(value).ok()?;
+        self.datatypes.get(i).map(String::as_str)
+    }
+
+    /// `AllReduce` → `ALLREDUCE`.
+    pub fn op_type(&self, op: &str) -> Option<&str> {
+        self.op_types.get(op).map(String::as_str)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,6 +247,8 @@ pub struct Knowledge {
     store_connection_lost: Vec<String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
+    /// What members of a communicator agree on, per NCCL op.
+    pub nccl_calls: NcclCalls,
 }
 
 impl Knowledge {
@@ -280,6 +332,7 @@ impl Knowledge {
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
+            nccl_calls: raw.nccl_calls,
             causes,
             consequences: ConsequenceRules {
                 exception_types: raw.consequences.exception_types,

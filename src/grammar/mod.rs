@@ -17,7 +17,7 @@ pub mod sockets;
 pub mod spec;
 pub mod template;
 
-pub use compile::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
+pub use compile::{Grammar, KeepLast, Match, MatchScratch, Pattern, PatternIdx};
 pub use fields::{convert_field, normalize_bus_id};
 
 use std::path::PathBuf;

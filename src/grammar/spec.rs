@@ -20,6 +20,10 @@
 //! `repeats_differ_in = ["channel"]` drops a match that repeats an earlier
 //! one of the same pattern and process in every field but those.
 //!
+//! `keep_last = { count = 8, per = ["comm"] }` keeps only the last matches
+//! of the pattern per process and value of the `per` fields (a trace line
+//! printed per call, read for where each caller stopped).
+//!
 //! `accelerator = "nccl_channel"` names a hand-written reader that gives the
 //! regex's fields faster on the lines it knows (grammar/accel/).
 //!
@@ -70,6 +74,11 @@ pub struct PatternSpec {
     /// counted but not kept, which keeps a 16k-rank job's events in memory.
     #[serde(default)]
     pub repeats_differ_in: Vec<String>,
+    /// Only the last matches are kept, per process and `per` field values:
+    /// lines printed once per call (NCCL's `opCount` trace) say where each
+    /// caller stopped in their last few; a long run prints millions.
+    #[serde(default)]
+    pub keep_last: Option<KeepLastSpec>,
     /// What the regex runs on: the `message` after all prefixes (default), or
     /// the whole `line` (for patterns about the prefix itself, like NCCL's
     /// `NCCL WARN` level word).
@@ -81,6 +90,14 @@ pub struct PatternSpec {
     pub accelerator: Option<String>,
     #[serde(default)]
     pub samples: Vec<SampleSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeepLastSpec {
+    pub count: usize,
+    #[serde(default)]
+    pub per: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]

@@ -119,6 +119,9 @@ event_kinds! {
     NcclChannel => "nccl_channel",
     NcclTrees => "nccl_trees",
     NcclEnvSetting => "nccl_env_setting",
+    /// A call as its caller enqueued it (NCCL's COLL trace: op, opCount,
+    /// count, datatype, root, comm); only each caller's last few are kept.
+    NcclCollCall => "nccl_coll_call",
     // NCCL: failures
     IbCompletionError => "ib_completion_error",
     IbAsyncEvent => "ib_async_event",

@@ -102,6 +102,24 @@ impl RankInfo {
     }
 }
 
+/// One caller's last calls on one communicator, from NCCL's COLL trace.
+#[derive(Debug, Clone, Default)]
+pub struct CallTrace {
+    /// The communicator as all its members name it: `commId 0x…`, or
+    /// `nranks N` where each caller has one communicator of that size.
+    pub comm: String,
+    /// The caller's global rank, where known, and its rank in the
+    /// communicator.
+    pub rank: Option<u32>,
+    pub comm_rank: Option<u32>,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    /// The calls kept, in order (the last few the caller made).
+    pub calls: Vec<EventIdx>,
+    /// Calls made before the first kept one and let go.
+    pub earlier: u64,
+}
+
 /// One rank's view of one process group, from its watchdog and status lines.
 #[derive(Debug, Clone, Default)]
 pub struct PgRankState {
@@ -187,6 +205,8 @@ pub struct Job {
     /// Watchdog reports no rank could be attributed to, by (group, file):
     /// they still say which collective hung.
     pub anonymous_pg_states: BTreeMap<(String, FileId), PgRankState>,
+    /// Each caller's last calls per communicator (NCCL's COLL trace).
+    pub call_traces: Vec<CallTrace>,
     pub deaths: Vec<Death>,
     /// Rank pairs NCCL connected, sorted and without repeats.
     pub links: Vec<NetLink>,

@@ -18,8 +18,8 @@ pub use event::{Event, EventKind, FileId, Level, Origin, Who};
 pub use fields::{FieldList, FieldRef, Fields, FieldsBuilder, Value};
 pub use intern::intern;
 pub use job::{
-    Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints, PeerLink,
-    PgRankState, RankInfo, Skipped,
+    CallTrace, Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints,
+    PeerLink, PgRankState, RankInfo, Skipped,
 };
 pub use sym::Sym;
 pub use sys::{

@@ -61,6 +61,8 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
                 f.time = t;
             }
             pos += n;
+        } else if let Some(n) = grep_file_prefix(s) {
+            pos += n;
         } else {
             pos += writer_prefix(s, &mut f);
             break;
@@ -68,6 +70,30 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
     }
     f.body = &line[pos..];
     f
+}
+
+/// `LOG1.0.txt:` or `rank3.log:120:`: the file name (and line number) grep
+/// puts before each line it found in several files, as pasted into issues.
+/// Peeled only where an NCCL prefix follows, so no message that merely
+/// starts with a file name loses it.
+fn grep_file_prefix(s: &[u8]) -> Option<usize> {
+    let name = s
+        .iter()
+        .take(256)
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
+        .count();
+    let known = [".txt", ".log", ".out", ".err"]
+        .iter()
+        .any(|ext| s[..name].ends_with(ext.as_bytes()));
+    if !known || s.get(name) != Some(&b':') {
+        return None;
+    }
+    let mut n = name + 1;
+    let digits = s[n..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits > 0 && s.get(n + digits) == Some(&b':') {
+        n += digits + 1;
+    }
+    nccl_writer(&s[n..]).map(|_| n)
 }
 
 /// Reads a writer prefix (NCCL, c10, glog, Python logging) into `f`; returns
@@ -432,6 +458,20 @@ mod tests {
         let f = frame(b"NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal", &style);
         assert_eq!(f.who.host, None);
         assert!(f.body.starts_with(b"NVRM: Xid"));
+    }
+
+    #[test]
+    fn grep_file_names_before_nccl_prefixes_are_peeled_nccl_2_3() {
+        // NVIDIA/nccl#147: a grep over per-rank logs, pasted.
+        let f = plain(b"LOG1.1.txt:learnfair062:32617:32617 [1] NCCL INFO Broadcast: opCount 0");
+        assert_eq!(f.who.pid, Some(32617));
+        assert_eq!(f.body, b"Broadcast: opCount 0");
+        let f = plain(b"logs/rank3.log:120:node7:1:2 [3] NCCL WARN Call to connect returned");
+        assert_eq!(f.who.host.as_deref(), Some("node7"));
+        assert_eq!(f.body, b"Call to connect returned");
+        // A message that starts with a file name keeps it.
+        let f = plain(b"notes.txt: saved");
+        assert_eq!(f.body, b"notes.txt: saved");
     }
 
     #[test]

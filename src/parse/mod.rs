@@ -4,6 +4,7 @@
 pub mod archive;
 pub mod clock_file;
 pub mod frame;
+mod keep_last;
 pub mod kernel;
 pub mod lint;
 pub mod nccl;
@@ -17,4 +18,5 @@ pub mod stamps;
 pub mod tables;
 pub mod torch;
 
+pub use keep_last::EARLIER;
 pub use scan::{FileParse, parse_file, parse_stream};

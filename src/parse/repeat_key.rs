@@ -73,7 +73,7 @@ pub(super) fn read_fields(
 
 /// The pattern and the process: one fixed-size piece (a flag byte says
 /// which ids are known), then the host's name.
-fn put_writer(key: &mut Vec<u8>, pattern: &Pattern, who: &Who) {
+pub(super) fn put_writer(key: &mut Vec<u8>, pattern: &Pattern, who: &Who) {
     let mut head = [0u8; 8 + 1 + 3 * 4];
     head[..8].copy_from_slice(&(pattern.id.as_ptr() as u64).to_le_bytes());
     for (i, id) in [who.pid, who.rank, who.local_rank].into_iter().enumerate() {

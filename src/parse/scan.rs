@@ -23,6 +23,7 @@ use crate::model::{
 };
 
 use super::frame::{Frame, frame};
+use super::keep_last::Held;
 use super::paste::unpaste;
 use super::repeat_key::{LineFields, read_fields};
 use super::run_memo::{Outcome, RunMemo};
@@ -190,6 +191,7 @@ pub(super) fn scan_lines(
             }
         }
     }
+    scanner.held.release(&mut scanner.out);
     scanner.out.stats = reader.stats();
     (scanner.out, reader.next_line() - 1)
 }
@@ -259,6 +261,8 @@ struct Scanner<'a> {
     /// The last lines the line-by-line lane folded, to fold their repeats
     /// on sight (`None` only in tests, for a reference without it).
     memo: Option<RunMemo>,
+    /// Matches of patterns that keep only their last few, until the end.
+    held: Held,
     out: FileParse,
 }
 
@@ -287,6 +291,7 @@ impl<'a> Scanner<'a> {
             recent_links: [NO_LINK; RECENT_LINKS],
             recent_at: 0,
             memo: Some(RunMemo::default()),
+            held: Held::default(),
             out: FileParse::default(),
         }
     }
@@ -468,7 +473,7 @@ impl<'a> Scanner<'a> {
         {
             fields.insert("uptime_us", Value::Int(up));
         }
-        self.out.events.push(Event {
+        let event = Event {
             kind: pattern.kind,
             pattern: pattern.id,
             origin: Origin {
@@ -480,7 +485,12 @@ impl<'a> Scanner<'a> {
             time: framed.time,
             fields,
             text,
-        });
+        };
+        if pattern.keep_last.is_some() {
+            self.held.hold(pattern, event);
+        } else {
+            self.out.events.push(event);
+        }
         outcome
     }
 }
@@ -605,6 +615,56 @@ mod tests {
             &nccl_file(text),
             &Grammar::builtin().unwrap(),
         )
+    }
+
+    #[test]
+    fn only_each_callers_last_calls_per_communicator_are_kept_in_line_order_nccl_2_19() {
+        let call = |pid: u32, n: u32, comm: &str| {
+            format!(
+                "node1:{pid}:{pid} [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm {comm} [nranks=2] stream 0x2\n"
+            )
+        };
+        let mut log = String::new();
+        for n in 0..20 {
+            log.push_str(&call(7, n, "0xa"));
+            log.push_str(&call(8, n, "0xb"));
+            if n == 15 {
+                log.push_str("node1:7:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n");
+            }
+        }
+        log.push_str(&call(7, 0, "0xc"));
+        let p = parse(&log);
+        let lines = |pid: u32| -> Vec<u64> {
+            p.events
+                .iter()
+                .filter(|e| e.kind == EventKind::NcclCollCall && e.who.pid == Some(pid))
+                .map(|e| e.origin.line)
+                .collect()
+        };
+        // Pid 7's last eight on 0xa (lines 25, 27 … 40 with the channel
+        // line among them), then its one call on 0xc.
+        assert_eq!(lines(7), vec![25, 27, 29, 31, 34, 36, 38, 40, 42]);
+        assert_eq!(lines(8).len(), 8);
+        let sorted = p
+            .events
+            .windows(2)
+            .all(|w| w[0].origin.line < w[1].origin.line);
+        assert!(sorted, "events stay in line order");
+        let first = p.events.iter().find(|e| e.origin.line == 25).unwrap();
+        assert_eq!(first.int(crate::parse::EARLIER), Some(12));
+        // The channel line's link still points at it.
+        let channel = p
+            .events
+            .iter()
+            .position(|e| e.kind == EventKind::NcclChannel);
+        assert_eq!(
+            p.links
+                .iter()
+                .map(|l| l.anchor as usize)
+                .collect::<Vec<_>>(),
+            vec![channel.unwrap()]
+        );
+        assert_eq!(p.matched_lines, 42);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(desync_report(ctx));
     out.extend(super::main_process::awaited_main_process(ctx));
     out.extend(nccl_caught_mismatch(ctx));
+    out.extend(super::calls::calls_disagree(ctx));
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));

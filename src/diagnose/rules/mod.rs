@@ -5,6 +5,7 @@
 
 mod application;
 mod bundled;
+mod calls;
 mod common_peer;
 mod config;
 mod fabric;

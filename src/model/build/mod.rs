@@ -5,6 +5,7 @@
 //! logs last, as they join onto all of these (and add deaths).
 
 mod blocks;
+mod call_traces;
 mod collectives;
 mod counters;
 mod deaths;
@@ -85,6 +86,7 @@ pub fn build(
     drop(inits);
     settings::collect(&mut job);
     collectives::collect(&mut job);
+    call_traces::collect(&mut job);
     deaths::collect(&mut job, rules);
     blocks::place_silent_ranks(&mut job);
     kernel::collect(&mut job);
