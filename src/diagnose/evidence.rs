@@ -77,7 +77,8 @@ fn capped(text: &str) -> String {
 }
 
 pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
-    let text = ctx.kb.cause(h.kind);
+    let variant = h.values.get("variant").map(String::as_str);
+    let text = ctx.kb.cause_as(h.kind, variant);
     let values = template_values(ctx.job, h, hang);
     let mut seen = std::collections::BTreeSet::new();
     let evidence = h

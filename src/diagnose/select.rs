@@ -330,6 +330,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::VerbsCallFailed
                     | EventKind::SocketError
                     | EventKind::BootstrapError
+                    | EventKind::OfiError
                     | EventKind::ProxyError
                     | EventKind::CudaFailure
                     | EventKind::WatchdogTimeout

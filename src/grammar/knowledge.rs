@@ -142,6 +142,17 @@ struct CauseSpec {
     title: String,
     summary: String,
     remedy: String,
+    /// The same cause where it shows differently (a security group on EFA
+    /// rather than a host's firewall): a rule names the variant it found.
+    #[serde(default)]
+    variants: BTreeMap<String, VariantSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantSpec {
+    summary: String,
+    remedy: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,6 +219,8 @@ pub struct CauseText {
     pub title: String,
     pub summary: String,
     pub remedy: String,
+    /// Texts of the cause's variants, by name (their own variants empty).
+    pub variants: BTreeMap<String, CauseText>,
 }
 
 /// A code's name and what it means.
@@ -270,6 +283,19 @@ impl Knowledge {
             causes.insert(
                 kind,
                 CauseText {
+                    variants: c
+                        .variants
+                        .into_iter()
+                        .map(|(name, v)| {
+                            let text = CauseText {
+                                title: c.title.clone(),
+                                summary: v.summary,
+                                remedy: v.remedy,
+                                variants: BTreeMap::new(),
+                            };
+                            (name, text)
+                        })
+                        .collect(),
                     title: c.title,
                     summary: c.summary,
                     remedy: c.remedy,
@@ -378,6 +404,12 @@ impl Knowledge {
 
     pub fn cause(&self, kind: CauseKind) -> &CauseText {
         &self.causes[&kind]
+    }
+
+    /// The cause's texts for `variant`, where the data has that variant.
+    pub fn cause_as(&self, kind: CauseKind, variant: Option<&str>) -> &CauseText {
+        let base = self.cause(kind);
+        variant.and_then(|v| base.variants.get(v)).unwrap_or(base)
     }
 
     /// How strongly a CUDA error text points at the GPU hardware (0 = not at all).
@@ -518,8 +550,11 @@ mod tests {
         ];
         let all: BTreeMap<&str, String> = names.iter().map(|n| (*n, "X".to_string())).collect();
         let k = Knowledge::builtin().unwrap();
-        for kind in CauseKind::ALL {
+        let texts = CauseKind::ALL.iter().flat_map(|kind| {
             let text = k.cause(*kind);
+            std::iter::once((kind, text)).chain(text.variants.values().map(move |v| (kind, v)))
+        });
+        for (kind, text) in texts {
             for template in [&text.summary, &text.remedy] {
                 let filled = crate::grammar::template::fill_template(template, &all);
                 assert!(

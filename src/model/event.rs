@@ -131,6 +131,9 @@ event_kinds! {
     /// failure by itself, since peers start listening at different times.
     SocketRetry => "socket_retry",
     BootstrapError => "bootstrap_error",
+    /// The AWS EFA plugin (aws-ofi-nccl) failed a request or could not
+    /// add a peer's address (`what`: completion, address).
+    OfiError => "ofi_error",
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",
     NcclErrorChain => "nccl_error_chain",

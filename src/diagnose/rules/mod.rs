@@ -8,6 +8,7 @@ mod bundled;
 mod calls;
 mod common_peer;
 mod config;
+mod efa;
 mod fabric;
 mod gpu;
 mod kernel;

@@ -1,0 +1,60 @@
+//! The AWS EFA plugin (aws-ofi-nccl) failing to reach its peers: a lead to
+//! the instances' security group, told in EFA's own terms.
+
+mod common;
+
+fn assert_security_group_lead(v: &serde_json::Value) {
+    assert_eq!(v["cause"]["kind"], "firewall", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("security group"), "{summary}");
+    assert!(!summary.contains("bootstrap"), "{summary}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("fi_pingpong -p efa"), "{remedy}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.6, "{v:#}");
+}
+
+/// aws-ofi-nccl#156's shape (plugin v1.4 wording, under mpirun's tags): a
+/// send completes with an error at the start of nccl-tests; the security
+/// group did not admit EFA traffic.
+#[test]
+fn a_request_completed_with_error_on_efa_is_a_security_group_lead_ofi_v1_4() {
+    let log = "\
+[1,13]<stdout>:nccl-tests-worker-1:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: 20. Error: unknown error. Completed length: 0, Request: { buffer_index: 255, dev: 1, size: 0, state: CREATED, direction: SEND }
+[1,13]<stderr>:libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> rxr_cq_write_tx_error: err: 20, prov_err: Not a directory (20)
+";
+    let doc = common::report_of(&[("mpijob.log", log)]);
+    let v = &doc["verdict"];
+    assert_security_group_lead(v);
+    assert_eq!(v["cause"]["host"], "nccl-tests-worker-1", "{v:#}");
+    assert_ne!(
+        v["status"], "degraded",
+        "a failed request is a failure: {v:#}"
+    );
+}
+
+/// aws-ofi-nccl#663's shape (NCCL 2.20.5, torchrun on two p5 hosts): the
+/// plugin cannot add the peer's address; the outbound rule was missing.
+/// And the v1.16+ completion wording, under a C++ function name.
+#[test]
+fn a_peer_address_the_plugin_cannot_add_is_the_same_lead_ofi_v1_16() {
+    let log = "\
+[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, internal error - please report this issue to the NCCL developers, NCCL version 2.20.5
+[rank1]: ncclInternalError: Internal check failed.
+[rank1]: Last error:
+[rank1]: NET/OFI Unable to insert remote address into address vector for device 1. RC: 0
+";
+    let v = &common::report_of(&[("rank1.log", log)])["verdict"];
+    assert_security_group_lead(v);
+
+    let log = "ip-10-1-2-3:812:1034 [0] int process_err_completion(nccl_net_ofi_rdma_device_t*, fid_cq*):1463 NCCL WARN NET/OFI Request 0x7f3a20 (SEND) completed with error: err: 5, flags: 0, prov_errno: 15, strerror: Unreachable remote, len: 0\n";
+    let v = &common::report_of(&[("nccl.log", log)])["verdict"];
+    assert_security_group_lead(v);
+}
+
+/// The plugin failing to add its own address says nothing about peers.
+#[test]
+fn a_local_address_the_plugin_cannot_add_is_no_security_group_lead_ofi_v1_16() {
+    let log = "ip-10-1-2-3:812:1034 [0] nccl_net_ofi_rdma_endpoint:4860 NCCL WARN NET/OFI Unable to insert local address into address vector for device 0. RC: Invalid argument\n";
+    let v = &common::report_of(&[("nccl.log", log)])["verdict"];
+    assert_ne!(v["cause"]["kind"], "firewall", "{v:#}");
+}
