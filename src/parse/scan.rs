@@ -163,8 +163,23 @@ fn parse_head_and_rest(
             };
         }
     }
-    let reader = ChunkReader::with_start(stream, head);
-    let (mut out, _) = scan_lines(reader, file, grammar, &profile);
+    let (mut out, _) = match super::unwrap::padded_width(&head) {
+        Some(width) => {
+            let joined = super::unwrap::Unwrap::new(io::Cursor::new(head).chain(stream), width);
+            scan_lines(
+                ChunkReader::with_start(joined, Vec::new()),
+                file,
+                grammar,
+                &profile,
+            )
+        }
+        None => scan_lines(
+            ChunkReader::with_start(stream, head),
+            file,
+            grammar,
+            &profile,
+        ),
+    };
     dedup_links(&mut out);
     out
 }

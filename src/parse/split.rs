@@ -34,7 +34,9 @@ pub fn parse_split(
     parts: usize,
 ) -> Option<FileParse> {
     let profile = sniff(head);
-    if profile.kind != FileKind::Log || super::clock_file::parse(file, head).is_some() {
+    // A terminal capture's wrapped lines are joined in one pass.
+    let capture = super::unwrap::padded_width(head).is_some();
+    if profile.kind != FileKind::Log || capture || super::clock_file::parse(file, head).is_some() {
         return None;
     }
     let cuts = match line_start_cuts(file, parts) {
