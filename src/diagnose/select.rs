@@ -331,6 +331,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::SocketError
                     | EventKind::BootstrapError
                     | EventKind::OfiError
+                    | EventKind::ShmFailure
                     | EventKind::ProxyError
                     | EventKind::CudaFailure
                     | EventKind::WatchdogTimeout

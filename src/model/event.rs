@@ -134,6 +134,8 @@ event_kinds! {
     /// The AWS EFA plugin (aws-ofi-nccl) failed a request or could not
     /// add a peer's address (`what`: completion, address).
     OfiError => "ofi_error",
+    /// NCCL could not create or size a shared-memory segment (/dev/shm).
+    ShmFailure => "shm_failure",
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",
     NcclErrorChain => "nccl_error_chain",

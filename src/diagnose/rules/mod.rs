@@ -17,6 +17,7 @@ mod nccl_bug;
 mod network;
 mod process;
 mod setup;
+mod shm;
 
 use crate::grammar::knowledge::Knowledge;
 use crate::model::Job;

@@ -139,6 +139,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         out.extend(unranked_crash(ctx));
     }
     add_program_faults(ctx, &mut out);
+    out.extend(super::shm::shm_exhausted(ctx));
     out
 }
 
