@@ -136,3 +136,23 @@ fn deepspeeds_wrapped_return_code_minus_9_is_a_crash_of_an_unknown_worker() {
         "{v:#}"
     );
 }
+
+/// verl#2950's shape (Ray 2.4x): Ray's memory monitor killed an actor when
+/// its node ran low on host memory: a crash on that node, with the OOM
+/// hint. A raylet summary of zero killed workers is no death.
+#[test]
+fn a_worker_rays_memory_monitor_killed_is_a_crash_on_its_node_ray_2_x() {
+    let log = "\
+ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.
+Memory on the node (IP: 10.20.49.141, ID: 4748aa6d1bc114b8bf58822d0b162796a1d36a79dee5c167c9bf91f5) where the task (actor ID: 9e43ace6a1234e13df7b456b01000000, name=WorkerDict.__init__, pid=4100606, memory used=56.57GB) was running was 239.01GB / 251.53GB (0.950225), which exceeds the memory usage threshold of 0.95.
+";
+    let v = &common::report_of(&[("driver.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "10.20.49.141", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.to_lowercase().contains("memory"), "{remedy}");
+
+    let log = "(raylet) node_manager.cc:3049: 0 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: e5d953ef03e55e26f13973ea1b5a0fd0ecc729cd820bc89e4aa50451, IP: 10.0.62.231) over the last time period.\n";
+    let v = &common::report_of(&[("driver.log", log)])["verdict"];
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+}

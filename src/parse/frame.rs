@@ -226,10 +226,15 @@ fn date_and_minute(s: &[u8]) -> Option<usize> {
 
 /// A terminal colour code before or between prefixes (Ray's coloured
 /// `(RayWorker pid=N)`, coloured loggers captured from a terminal), with the
-/// spaces after it. Pasted into an issue, the ESC byte is often lost and
+/// spaces after it; also as syslog escapes it (`#033[2m`). Pasted into an issue, the ESC byte is often lost and
 /// `[0m ` is left: that residue is peeled too.
 fn colour_code(s: &[u8]) -> Option<usize> {
-    let start = usize::from(s.first() == Some(&0x1b));
+    // rsyslog writes the escape byte as `#033` (its control-character escape).
+    let start = if s.starts_with(b"#033[") {
+        4
+    } else {
+        usize::from(s.first() == Some(&0x1b))
+    };
     if s.get(start) != Some(&b'[') {
         return None;
     }
@@ -404,6 +409,14 @@ mod tests {
             plain(b"    raise RuntimeError(x)").body,
             b"    raise RuntimeError(x)"
         );
+    }
+
+    #[test]
+    fn colour_codes_as_syslog_escapes_them_are_peeled_ray_2_x() {
+        // vllm-project/vllm#1160: the raylet's colours through rsyslog.
+        let f = plain(b"#033[2m#033[36m(RayWorkerVllm pid=1234, ip=10.0.167.26)#033[0m INFO msg");
+        assert_eq!(f.who.pid, Some(1234));
+        assert_eq!(f.body, b"INFO msg");
     }
 
     #[test]
