@@ -55,3 +55,25 @@ fn cuda_unknown_error_999_is_a_weak_gpu_fault_nvls() {
     assert_eq!(v["cause"]["host"], "gpu47", "{v:#}");
     assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.5, "{v:#}");
 }
+
+/// pytorch#177472's shape (NCCL 2.29.3 quoted by PyTorch after `Last
+/// error:`): the NVSwitches would not bind NVLS multicast memory. NCCL's
+/// own words put it on the Fabric Manager or the switches: a GPU-side
+/// fault of the host, told as the NVSwitch variant.
+#[test]
+fn nvls_memory_the_nvswitches_would_not_bind_is_a_fabric_manager_fault_nccl_2_29() {
+    let log = "\
+torch.distributed.DistBackendError: NCCL error in: /var/lib/jenkins/workspace/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.29.3
+ncclUnhandledCudaError: Call to CUDA function failed.
+Last error:
+Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.
+This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.
+Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.
+";
+    let v = &common::report_of(&[("train.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Fabric Manager"), "{summary}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("NCCL_NVLS_ENABLE=0"), "{remedy}");
+}

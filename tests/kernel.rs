@@ -404,3 +404,17 @@ fn nvidia_smi_unable_to_reach_rank_5s_gpu_is_a_gpu_fault_of_rank_5() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
     assert_eq!(v["cause"]["gpu_bus_id"], "0000:3b:00.0");
 }
+
+/// scitix/sichek#51's shape (driver 570, GSP): the RM asserts that the GPU
+/// must be reset; no Xid number is printed.
+#[test]
+fn a_gpu_the_driver_says_must_be_reset_is_a_gpu_fault_driver_570() {
+    let dmesg = "\
+[Sun Jan 11 09:52:01 2026] NVRM: rpcRmApiAlloc_GSP: GspRmAlloc failed: hClient=0xc1d1a616; hParent=0x5c000054; hObject=0x5c00005b; hClass=0x0000c86f; paramsSize=0x00000170; paramsStatus=0x00000062; status=0x00000062
+[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874
+";
+    let v = &common::report_of(&[("node3/dmesg.log", dmesg)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("must be reset"), "{summary}");
+}

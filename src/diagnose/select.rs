@@ -332,6 +332,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::BootstrapError
                     | EventKind::OfiError
                     | EventKind::ShmFailure
+                    | EventKind::NvlsFailure
                     | EventKind::ProxyError
                     | EventKind::CudaFailure
                     | EventKind::WatchdogTimeout

@@ -136,6 +136,8 @@ event_kinds! {
     OfiError => "ofi_error",
     /// NCCL could not create or size a shared-memory segment (/dev/shm).
     ShmFailure => "shm_failure",
+    /// NVLS multicast memory the NVSwitches would not bind or allocate.
+    NvlsFailure => "nvls_failure",
     ProxyError => "proxy_error",
     CudaFailure => "cuda_failure",
     NcclErrorChain => "nccl_error_chain",

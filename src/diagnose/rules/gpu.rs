@@ -39,7 +39,36 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             );
         }
     }
-    by_rank.into_values().collect()
+    let mut out: Vec<Hypothesis> = by_rank.into_values().collect();
+    out.extend(nvls_refused(ctx));
+    out
+}
+
+/// NCCL could not bind NVLS multicast memory: in its own words, a system or
+/// configuration error in the Fabric Manager or the NVSwitches, which serve
+/// every GPU of the host. Placed on the reporting host.
+fn nvls_refused(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::GpuFault);
+    h.value("variant", "nvswitch".to_string());
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NvlsFailure) {
+        if h.support.is_empty() {
+            h.host = ctx.job.host_of_event(ev).map(str::to_string);
+            let error = ev.text_field("error").unwrap_or("no CUDA error named");
+            h.value(
+                "detail",
+                format!("NVLS multicast memory could not be bound: {error}"),
+            );
+        }
+        if h.support.len() < 3 {
+            h.support(
+                Source::Nccl,
+                0.55,
+                Some(idx),
+                "NCCL could not bind NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured",
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
 }
 
 /// The CUDA error an event reports, if any.

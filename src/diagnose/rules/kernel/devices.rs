@@ -161,6 +161,11 @@ fn gpu_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
     if ev.kind == EventKind::KernelGpuLost {
         return Some(match ev.text_field("what") {
             Some("gsp_rpc_errors") => (0.6, "GSP RPC errors: the GPU likely needs a reset".into()),
+            Some("reset_required") => (
+                0.8,
+                "the driver reports that the GPU must be reset (NV_ERR_RESET_REQUIRED)".into(),
+            ),
+            Some("no_device_handle") => (0.9, "nvidia-smi can no longer reach the GPU".into()),
             _ => (0.9, "the GPU has fallen off the bus".into()),
         });
     }
