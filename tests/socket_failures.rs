@@ -213,3 +213,42 @@ fn a_broken_socket_to_a_bridge_gateway_is_the_interface_not_a_crash_nccl_2_12() 
         .any(|a| a["kind"] == "process_crash" && a["host"] == "172.18.0.1");
     assert!(!crash_on_bridge, "{v:#}");
 }
+
+/// NVIDIA/nccl#1000's shape (2.18-era, INFO lines only): the bootstrap's
+/// socket calls fail (`misc/socket.cc:567 -> 2`, then `bootstrap.cc:270 ->
+/// 2`) before any communicator completes its init, and no WARN says why:
+/// the interface NCCL picked is the lead (the firewall the alternative).
+/// Once init completed, the same chain says nothing about set-up.
+#[test]
+fn a_bootstrap_that_failed_in_its_error_chain_alone_is_an_interface_lead_nccl_2_18() {
+    let head = "\
+dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP ; OOB ibp75s0:192.168.0.103<0>
+dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO Using network IBext
+";
+    let chain = "\
+dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2
+dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:618 -> 2
+dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2
+";
+    let doc = common::report_of(&[("rank_logs.txt", &format!("{head}{chain}"))]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["cause"]["host"], "dso-s1-r1-a100-03", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("ibp75s0:192.168.0.103"), "{summary}");
+    let kinds: Vec<&str> = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"firewall"), "{v:#}");
+
+    let init = "dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO comm 0x55df01b24dd0 rank 2 nranks 16 cudaDev 2 nvmlDev 2 busId 47000 commId 0x2114bc51af4fb978 - Init COMPLETE\n";
+    let doc = common::report_of(&[("rank_logs.txt", &format!("{head}{init}{chain}"))]);
+    assert_ne!(
+        doc["verdict"]["cause"]["kind"], "socket_interface",
+        "{:#}",
+        doc["verdict"]
+    );
+}

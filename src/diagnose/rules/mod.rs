@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod bootstrap;
 mod bundled;
 mod calls;
 mod common_peer;

@@ -21,6 +21,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(roce_retries_without_a_peer(ctx, hang));
     out.extend(link_local_roce_gids(ctx, hang));
     out.extend(socket_failures(ctx));
+    out.extend(super::bootstrap::failed_bootstrap(ctx));
     out
 }
 
