@@ -252,3 +252,20 @@ dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2
         doc["verdict"]
     );
 }
+
+/// NVIDIA/nccl-tests#14's shape: a socket of the chosen interface's family
+/// cannot be created (`Address family not supported by protocol`: an IPv6
+/// address in a container without IPv6); both wordings, 2.3–2.16 `Net :`
+/// and 2.17+ `ncclSocketInit:`.
+#[test]
+fn a_socket_family_the_host_does_not_support_is_an_interface_problem_nccl_2_3_and_2_17() {
+    for warn in [
+        "e66aa18dc444:3171:3171 [0] include/socket.h:311 NCCL WARN Net : Socket creation failed : Address family not supported by protocol",
+        "node1:20:20 [0] misc/socket.cc:480 NCCL WARN ncclSocketInit: Socket creation failed : Address family not supported by protocol",
+    ] {
+        let v = &common::report_of(&[("nccl.log", &format!("{warn}\n"))])["verdict"];
+        assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+        let summary = v["cause"]["summary"].as_str().unwrap();
+        assert!(summary.contains("address family"), "{summary}");
+    }
+}

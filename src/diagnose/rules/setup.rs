@@ -347,6 +347,10 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     Some(idx),
                     "NCCL found no usable socket interface",
                 );
+                if let Some(error) = ev.text_field("error") {
+                    let error = format!("`{error}`");
+                    iface_hyp.values.entry("detail").or_insert(error);
+                }
             }
             EventKind::BootstrapError
                 if ev.text_field("error") == Some("address family")
