@@ -61,10 +61,17 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
                 f.time = t;
             }
             pos += n;
-        } else if let Some(n) = grep_file_prefix(s) {
-            pos += n;
         } else {
-            pos += writer_prefix(s, &mut f);
+            let n = writer_prefix(s, &mut f);
+            // Only where no writer's prefix starts the line (most lines
+            // have one: this costs them nothing).
+            if n == 0
+                && let Some(g) = grep_file_prefix(s)
+            {
+                pos += g;
+                continue;
+            }
+            pos += n;
             break;
         }
     }

@@ -20,21 +20,29 @@ const MIN_FULL_LINES: usize = 5;
 const MIN_PADDED_LINES: usize = 2;
 /// Terminals narrower than this do not hold log lines.
 const MIN_WIDTH: usize = 60;
+/// The lines of the head a capture is recognised by.
+const LINES_READ: usize = 32;
 
 /// The width a padded screen capture was wrapped at, read from the file's
 /// first bytes; `None` for any other file.
 pub fn padded_width(head: &[u8]) -> Option<usize> {
+    // Every file is asked: its first lines decide, so a log costs a few
+    // line ends, not a pass over its head.
     let complete = &head[..memchr::memrchr(b'\n', head)?];
     let lines: Vec<&[u8]> = complete
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .filter(|l| !l.is_empty())
+        .take(LINES_READ)
         .collect();
-    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    let mut counts: Vec<(usize, usize)> = Vec::with_capacity(lines.len());
     for l in &lines {
-        *counts.entry(l.len()).or_default() += 1;
+        match counts.iter_mut().find(|(w, _)| *w == l.len()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((l.len(), 1)),
+        }
     }
-    let (&width, &full) = counts.iter().max_by_key(|&(w, n)| (*n, *w))?;
+    let &(width, full) = counts.iter().max_by_key(|&&(w, n)| (n, w))?;
     let padded = lines
         .iter()
         .filter(|l| l.len() == width && l.ends_with(b"  "))
