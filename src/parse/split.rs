@@ -6,8 +6,9 @@
 //! Lines are independent to the scanner (multi-line constructs are joined
 //! later, from the events' order and line numbers), so the stitched parse
 //! holds the same lines as a sequential one. The one difference: a
-//! `repeats_differ_in` match is folded only within its part, so a few more
-//! repeats may be kept.
+//! `repeats_differ_in` match is folded only within its part, and a
+//! `keep_last` pattern keeps its last matches per part, so a few more
+//! repeats and calls may be kept.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
