@@ -13,7 +13,8 @@ use ncclpm::parse::frame::frame;
 use ncclpm::parse::scan::FileParse;
 
 /// A Slurm-style log of many ranks: NCCL channel lines (folded repeats and
-/// links), init lines and watchdog timeouts, every line different.
+/// links) with call-trace lines among some (only the last kept), init lines
+/// and watchdog timeouts, every line different.
 fn big_log() -> String {
     let mut s = String::new();
     for r in 0..1500u32 {
@@ -27,6 +28,16 @@ fn big_log() -> String {
                 "{r}: node{host:03}:{pid}:{} [{dev}] NCCL INFO Channel {c:02}/0 : {r}[{dev}a000] -> {peer}[{dev}a000] [send] via NET/IB/{dev}/GDRDMA\n",
                 pid + 70
             );
+            // NCCL's call trace between them: only each caller's last
+            // calls are kept.
+            if r % 100 == 0 {
+                for n in 0..3 {
+                    s += &format!(
+                        "{r}: node{host:03}:{pid}:{pid} [{dev}] NCCL INFO AllReduce: opCount {:x} sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0x55d{r:x} [nranks=1500] stream 0x2\n",
+                        c * 3 + n
+                    );
+                }
+            }
         }
         if r % 3 == 0 {
             s += &format!(
@@ -95,7 +106,8 @@ fn a_split_parse_reads_like_a_sequential_one() {
         }
     }
     assert!(split.events.iter().any(|e| !e.text.is_empty()));
-    // The same lines became events, except repeats folded only within a part.
+    // The same lines became events, except repeats folded (and calls let go)
+    // only within a part.
     let key = |p: &FileParse| -> BTreeSet<(u64, &'static str)> {
         p.events
             .iter()
@@ -108,7 +120,21 @@ fn a_split_parse_reads_like_a_sequential_one() {
         "{:?}",
         w.difference(&s).take(5).collect::<Vec<_>>()
     );
-    assert!(s.difference(&w).all(|(_, p)| *p == "nccl.channel"));
+    assert!(
+        s.difference(&w)
+            .all(|(_, p)| *p == "nccl.channel" || *p == "nccl.coll_call")
+    );
+    let calls = |p: &FileParse| {
+        p.events
+            .iter()
+            .filter(|e| e.pattern == "nccl.coll_call")
+            .count()
+    };
+    assert_eq!(
+        calls(&whole),
+        15 * 8,
+        "the last eight of each caller's twelve"
+    );
     // (Cut points inside a process's channel lines keep one more repeat:
     // the file really was parsed in parts.)
     assert!(s.len() > w.len(), "the file was not split");
