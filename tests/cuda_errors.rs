@@ -77,3 +77,12 @@ Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.
     let remedy = v["cause"]["remedy"].as_str().unwrap();
     assert!(remedy.contains("NCCL_NVLS_ENABLE=0"), "{remedy}");
 }
+
+/// nccl-tests' own check line (src/common.h, host prefix since 2019): a
+/// CUDA failure whose text is the hardware's is a GPU fault.
+#[test]
+fn nccl_tests_failure_lines_are_read_nccl_tests_2_x() {
+    let log = "gpu-node7: Test CUDA failure common.cu:891 'uncorrectable ECC error encountered'\n";
+    let v = &common::report_of(&[("all_reduce_perf.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}

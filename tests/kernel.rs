@@ -417,4 +417,11 @@ fn a_gpu_the_driver_says_must_be_reset_is_a_gpu_fault_driver_570() {
     assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("must be reset"), "{summary}");
+    // nccl-tests' own failure line says the job failed on it.
+    let test = "node3: Test CUDA failure common.cu:1007 'CUDA-capable device(s) is/are busy or unavailable'\n";
+    let doc = common::report_of(&[
+        ("node3/dmesg.log", dmesg),
+        ("node3/all_reduce_perf.log", test),
+    ]);
+    assert_eq!(doc["verdict"]["status"], "crash", "{:#}", doc["verdict"]);
 }

@@ -31,6 +31,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../grammars/launcher.toml"),
     ),
     ("kernel.toml", include_str!("../../grammars/kernel.toml")),
+    (
+        "nccl_tests.toml",
+        include_str!("../../grammars/nccl_tests.toml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]
