@@ -212,6 +212,64 @@ fn mlx5_link_down_up_and_a_victims_status_12_are_a_link_flap_of_node002_mlx5_1()
     );
 }
 
+/// The kernel log names the flapping NIC only by netdev (its probe lines
+/// rotated out of the ring buffer); a table of the host ties that netdev to
+/// the RDMA device NCCL uses, so the flap and the victims' retry errors are
+/// one link, not two candidates.
+#[test]
+fn a_flap_named_by_netdev_only_lands_on_the_rdma_device_a_table_ties_it_to() {
+    let extra = |rank: u32| {
+        if rank != 2 {
+            return Vec::new();
+        }
+        vec![format!(
+            "node001:{}:{} [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.12<46877> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.3.0.11 remoteGids::ffff:10.3.0.12 hca mlx5_1",
+            pid(2),
+            pid(2) + 9
+        )]
+    };
+    let tables = [
+        (
+            "node002/ibdev2netdev.txt",
+            "mlx5_0 port 1 ==> ens1f0np0 (Up)\nmlx5_1 port 1 ==> ens1f1np1 (Up)\n",
+        ),
+        (
+            "node002/show_gids.txt",
+            "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n\
+mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:0a02:000c\t10.2.0.12  \tv2\tens1f0np0\n\
+mlx5_1\t1\t3\t0000:0000:0000:0000:0000:ffff:0a03:000c\t10.3.0.12  \tv2\tens1f1np1\n\
+n_gids_found=2\n",
+        ),
+    ];
+    for (table, text) in tables {
+        let job = Job::new(&extra, &all_but(2));
+        job.write(
+            "node002/dmesg.txt",
+            "[86400.100000] mlx5_core 0000:5e:00.0 ens1f1np1: Link down\n\
+[86403.500000] mlx5_core 0000:5e:00.0 ens1f1np1: Link up\n",
+        );
+        job.write(table, text);
+        let v = job.verdict();
+        let c = &v["cause"];
+        assert_eq!(c["kind"], "link_flap", "{table}: {v:#}");
+        assert_eq!(
+            (&c["host"], &c["device"]),
+            (&"node002".into(), &"mlx5_1".into()),
+            "{table}"
+        );
+        assert!(cites(&v, "node002/dmesg.txt", "ens1f1np1: Link down"));
+        let apart = |a: &&Value| a["device"] == "ens1f1np1" || a["kind"] == "packet_loss";
+        assert!(
+            !v["alternatives"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| apart(&a)),
+            "{table}: {v:#}"
+        );
+    }
+}
+
 #[test]
 fn link_down_on_a_nic_the_job_does_not_use_is_not_the_cause() {
     let job = Job::new(&|_| Vec::new(), &all_but(6));

@@ -50,6 +50,8 @@ pub enum TableKind {
     IbvDevinfo,
     ShowGids,
     Mlxlink,
+    /// mlnx-tools `ibdev2netdev` (`mlx5_0 port 1 ==> ib0 (Up)`).
+    Ibdev2netdev,
     /// PyTorch Flight Recorder dump (pickle, the default).
     FlightRecorderPickle,
     /// Flight Recorder dump in its JSON form.
@@ -58,7 +60,7 @@ pub enum TableKind {
 
 impl TableKind {
     /// The text tables (every kind but the Flight Recorder dumps).
-    pub const TEXT: [TableKind; 9] = [
+    pub const TEXT: [TableKind; 10] = [
         TableKind::SysfsCounters,
         TableKind::Perfquery,
         TableKind::EthtoolStats,
@@ -68,6 +70,7 @@ impl TableKind {
         TableKind::IbvDevinfo,
         TableKind::ShowGids,
         TableKind::Mlxlink,
+        TableKind::Ibdev2netdev,
     ];
 }
 

@@ -195,6 +195,11 @@ fn without_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
     {
         return Some(TableKind::RdmaStatistic);
     }
+    if fits_share(lines, is_ibdev2netdev_row, FIT_WITHOUT_HEADER)
+        && lines.iter().any(|l| !is_prompt(l.trim()))
+    {
+        return Some(TableKind::Ibdev2netdev);
+    }
     // Each test checks the share of fitting lines first: a log fails that
     // within a few lines, while the `any` scans read the whole head.
     if fits_share(
@@ -311,6 +316,12 @@ fn fits_share(lines: &[Cow<'_, str>], pred: impl Fn(&str) -> bool, min: f64) -> 
         }
     }
     true
+}
+
+/// `mlx5_0 port 1 ==> ib0 (Up)` (`<===>` in the script's old style).
+fn is_ibdev2netdev_row(line: &str) -> bool {
+    let t = line.trim();
+    is_prompt(t) || t.contains(" port ") && (t.contains(" ==> ") || t.contains(" <===> "))
 }
 
 /// `$ ibstat`, `[root@node5 ~]# perfquery -x`: a shell prompt in a capture.

@@ -53,6 +53,9 @@ pub struct GpuNames {
 pub struct HostDevices {
     pub nics: BTreeMap<String, NicNames>,
     pub gpus: BTreeMap<String, GpuNames>,
+    /// netdev → (RDMA device, port) that a table (show_gids, `rdma link`,
+    /// ibdev2netdev) states for a netdev no PCI function is known for.
+    pub netdev_ports: BTreeMap<String, (String, Option<u32>)>,
 }
 
 impl HostDevices {

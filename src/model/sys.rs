@@ -115,6 +115,9 @@ pub struct PortSnapshot {
     pub lid: Option<u32>,
     pub sm_lid: Option<u32>,
     pub netdev: Option<String>,
+    /// The NIC's PCI function, where the tool prints it (`ibdev2netdev -v`).
+    #[serde(skip)]
+    pub pci: Option<String>,
     pub firmware: Option<String>,
     /// The port is Down / Disabled: tools print a placeholder rate (40, 10)
     /// that means nothing. The rate is kept but must not be compared.

@@ -57,6 +57,14 @@ fn other_shapes_of_the_same_tools() {
             RdmaStatistic,
         ),
         (
+            "$ ibdev2netdev\nmlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port 1 ==> ib1 (Down)\n",
+            Ibdev2netdev,
+        ),
+        (
+            "0000:3b:00.1 mlx5_1 (MT4123 - MCX653106A-HDAT) ConnectX-6 VPI adapter card fw 20.31.1014 port 1 (ACTIVE) ==> ib1 (Up)\n",
+            Ibdev2netdev,
+        ),
+        (
             "link mlx5_2/1\n    out_of_sequence 3\n    np_cnp_sent 9\n",
             RdmaStatistic,
         ),

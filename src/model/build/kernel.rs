@@ -39,6 +39,7 @@ pub fn collect(job: &mut Job) {
     let mut map = KernelMap::default();
     harvest_names(job, &hosts, &mut map);
     name_rdma_devices(job, &mut map);
+    tie_table_netdevs(job, &mut map);
     let by_host = ranks_by_host(job);
     // Each kernel line is placed alone: in parallel (thousands of hosts).
     let places: Vec<(EventIdx, KernelPlace)> = hosts
@@ -260,6 +261,66 @@ fn name_rdma_devices(job: &Job, map: &mut KernelMap) {
     }
 }
 
+/// RDMA device ↔ netdev (↔ PCI function) as the tables state them:
+/// show_gids' last column, `rdma link … netdev X`, ibdev2netdev. Read facts
+/// outrank a probe-order guess. Without them a kernel line that names a NIC
+/// only by netdev (`ens1f1np1: Link down`) would stand apart from the RDMA
+/// device NCCL names, and one link would look like two.
+fn tie_table_netdevs(job: &Job, map: &mut KernelMap) {
+    let no_pci: Option<String> = None;
+    let ties = job
+        .ports
+        .iter()
+        .map(|p| (&p.host, &p.device, p.port, &p.netdev, &p.pci))
+        .chain(
+            job.gids
+                .iter()
+                .map(|g| (&g.host, &g.device, g.port, &g.netdev, &no_pci)),
+        );
+    for (host, device, port, netdev, pci) in ties {
+        let (Some(host), Some(netdev)) = (host, netdev) else {
+            continue;
+        };
+        let Some(devices) = map.hosts.get_mut(short_host(host)) else {
+            continue;
+        };
+        let pci = pci
+            .clone()
+            .or_else(|| devices.nic_by_name(netdev).map(str::to_string))
+            .or_else(|| pci_from_name(netdev));
+        match pci {
+            Some(pci) => tie_nic(devices, pci, device, netdev),
+            None => {
+                devices
+                    .netdev_ports
+                    .insert(netdev.clone(), (device.clone(), port));
+            }
+        }
+    }
+}
+
+/// Names the NIC at `pci`, withdrawing a probe-order guess that gave its
+/// RDMA device's name to another function.
+fn tie_nic(
+    devices: &mut crate::model::kernel::HostDevices,
+    pci: String,
+    ibdev: &str,
+    netdev: &str,
+) {
+    for (other_pci, other) in devices.nics.iter_mut() {
+        if *other_pci != pci && other.ibdev_guessed && other.ibdev.as_deref() == Some(ibdev) {
+            other.ibdev = None;
+            other.ibdev_guessed = false;
+        }
+    }
+    let nic = devices.nics.entry(pci).or_default();
+    if nic.ibdev.is_none() || nic.ibdev_guessed {
+        nic.ibdev = Some(ibdev.to_string());
+        nic.ibdev_guessed = false;
+    }
+    nic.netdevs.insert(netdev.to_string());
+}
+
 /// Ranks per host (a kernel line is matched only against its host's ranks:
 /// a flood of lines must not cost a scan of every rank each).
 type RanksByHost = BTreeMap<Option<String>, Vec<u32>>;
@@ -306,6 +367,15 @@ fn place_event(
                 .netdev
                 .take()
                 .or_else(|| nic.netdevs.iter().next().cloned());
+        }
+        if place.ibdev.is_none()
+            && let Some((ibdev, port)) = place
+                .netdev
+                .as_ref()
+                .and_then(|nd| devices.netdev_ports.get(nd))
+        {
+            place.ibdev = Some(ibdev.clone());
+            place.port = place.port.or(*port);
         }
     }
     // Every mlx5 PCI function has exactly one port.

@@ -7,6 +7,7 @@
 
 mod common;
 mod ethtool;
+mod ibdev2netdev;
 mod ibstat;
 mod ibstatus;
 mod ibv_devinfo;
@@ -75,6 +76,7 @@ fn parse_kind(kind: TableKind, ctx: &TableCtx, lines: &[common::Line<'_>]) -> Ta
         TableKind::IbvDevinfo => ibv_devinfo::parse,
         TableKind::ShowGids => show_gids::parse,
         TableKind::Mlxlink => mlxlink::parse,
+        TableKind::Ibdev2netdev => ibdev2netdev::parse,
         TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
             return TableParse::default();
         }
@@ -150,6 +152,7 @@ mod junk_tests {
         include_str!("../../../tests/data/tables/mlxlink-c-ansi.txt"),
         "[{\"ifname\":\"mlx5_0\",\"port\":1,\"x\":-5}]",
         "link mlx5_0/1 a -99999999999999 b\n  c\nlink /\nlink x/y z 1",
+        "0000:3b:00.1 mlx5_1 (MT4123 - NA) fw 20.31.1014 port 1 (ACTIVE) ==> ib1 (Up)\nmlx5_0 port 1 ==> ib0 (Down)\n",
     ];
 
     /// Every parser survives every truncation of every sample, and binary junk.
