@@ -250,6 +250,16 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         CauseKind::ProcessCrash => Status::Crash,
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
+        // Horovod's stall inspector prints while the ranks wait: whatever
+        // the cause, the job hung.
+        _ if ctx
+            .job
+            .events_where(|k| k == EventKind::HorovodStall)
+            .next()
+            .is_some() =>
+        {
+            Status::Hang
+        }
         CauseKind::GidIndex
         | CauseKind::Memlock
         | CauseKind::SocketInterface
@@ -345,7 +355,14 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::WorkerFailed
                     | EventKind::TaskExited
                     | EventKind::UniqueIdWait
+                    | EventKind::BarrierReport
+                    | EventKind::HorovodStall
             )
+        })
+        // Gloo's loopback fallback is only a warning; its failed connects are failures.
+        || job.events.iter().any(|e| {
+            e.kind == EventKind::GlooInterface
+                && e.text_field("what") != Some("loopback_fallback")
         })
         || job
             .events

@@ -35,6 +35,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "nccl_tests.toml",
         include_str!("../../grammars/nccl_tests.toml"),
     ),
+    ("horovod.toml", include_str!("../../grammars/horovod.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]

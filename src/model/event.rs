@@ -164,6 +164,15 @@ event_kinds! {
     /// A line of the desync debug report (TORCH_NCCL_DESYNC_DEBUG=1), which
     /// names the lagging ranks itself.
     DesyncReport => "desync_report",
+    /// `monitored_barrier` (Gloo): rank 0 names the ranks that never reached
+    /// it, or a rank lost rank 0 while waiting (`role`: missing, coordinator).
+    BarrierReport => "barrier_report",
+    /// Gloo (PyTorch's CPU backend) set up on an unusable interface: the
+    /// loopback fallback, an interface the host lacks, a connect to loopback.
+    GlooInterface => "gloo_interface",
+    /// Horovod's stall inspector: its warning (`role` warning) and the
+    /// ranks it lists as missing, with the tensors each has not submitted.
+    HorovodStall => "horovod_stall",
     /// NCCL RAS (2.24+): dead peers, keep-alive and collective timeouts.
     RasEvent => "ras_event",
     /// NCCL 2.30.7+ `HINT:` lines after an error.

@@ -15,6 +15,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
+    out.extend(super::barrier::monitored_barrier(ctx));
+    out.extend(super::horovod::stalled_tensors(ctx));
     out.extend(super::main_process::awaited_main_process(ctx));
     out.extend(nccl_caught_mismatch(ctx));
     out.extend(super::calls::calls_disagree(ctx));

@@ -4,6 +4,7 @@
 //! here is how evidence combines.
 
 mod application;
+mod barrier;
 mod bootstrap;
 mod bundled;
 mod calls;
@@ -11,7 +12,9 @@ mod common_peer;
 mod config;
 mod efa;
 mod fabric;
+mod gloo;
 mod gpu;
+mod horovod;
 mod kernel;
 mod main_process;
 mod nccl_bug;

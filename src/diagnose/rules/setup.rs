@@ -22,6 +22,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(link_local_roce_gids(ctx, hang));
     out.extend(socket_failures(ctx));
     out.extend(super::bootstrap::failed_bootstrap(ctx));
+    out.extend(super::gloo::unusable_interface(ctx));
     out
 }
 

@@ -1,0 +1,118 @@
+//! PyTorch's Gloo process group (its CPU backend, beside NCCL in most jobs)
+//! set up on an address the other hosts cannot reach.
+//!
+//! Gloo binds the address the hostname resolves to, or `GLOO_SOCKET_IFNAME`.
+//! A hostname that resolves to nothing usable makes it fall back to loopback
+//! with a warning (Ubuntu's /etc/hosts maps the hostname to 127.0.1.1): on
+//! one host nothing goes wrong, across hosts the peers are told to dial
+//! 127.x and the group never connects. The warning alone is therefore only
+//! a lead, and only where the job spans hosts; with a failed connect it is
+//! the cause.
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventIdx, EventKind};
+
+use super::Ctx;
+
+/// Lines cited per kind of line.
+const CITED: usize = 3;
+
+#[derive(Default)]
+struct GlooLines {
+    fallback: Vec<EventIdx>,
+    no_address: Vec<EventIdx>,
+    to_loopback: Vec<EventIdx>,
+    mesh_failed: Vec<EventIdx>,
+}
+
+pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let lines = gloo_lines(ctx);
+    let job = ctx.job;
+    let failed = !lines.to_loopback.is_empty() || !lines.mesh_failed.is_empty();
+    let mut h = Hypothesis::new(CauseKind::SocketInterface);
+    h.value("variant", "gloo");
+    for &idx in lines.no_address.iter().take(CITED) {
+        let ev = &job.events[idx];
+        let iface = ev.text_field("iface").unwrap_or("?");
+        h.host = h
+            .host
+            .take()
+            .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        h.values
+            .entry("detail")
+            .or_insert_with(|| format!("`{iface}` has no address"));
+        h.support(
+            Source::Torch,
+            0.7,
+            Some(idx),
+            format!("Gloo was told to use `{iface}` (GLOO_SOCKET_IFNAME), which holds no address on this host"),
+        );
+    }
+    let fallback_weight = match (failed, job.hosts.len() > 1) {
+        (true, _) => 0.65,
+        (false, true) => 0.25,
+        (false, false) => 0.0,
+    };
+    for &idx in lines.fallback.iter().take(CITED) {
+        if fallback_weight == 0.0 {
+            break;
+        }
+        let ev = &job.events[idx];
+        h.host = h
+            .host
+            .take()
+            .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        h.values
+            .entry("detail")
+            .or_insert_with(|| "the hostname resolves to no usable address: loopback".to_string());
+        h.support(
+            Source::Torch,
+            fallback_weight,
+            Some(idx),
+            "Gloo found no usable address for the hostname and bound loopback, which other hosts cannot reach",
+        );
+    }
+    for &idx in lines.to_loopback.iter().take(CITED) {
+        let ev = &job.events[idx];
+        let peer = ev.text_field("peer").unwrap_or("127.0.0.1");
+        h.peer_host = h
+            .peer_host
+            .take()
+            .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        h.values
+            .entry("detail")
+            .or_insert_with(|| format!("a peer advertised `{peer}`"));
+        h.support(
+            Source::Torch,
+            0.5,
+            Some(idx),
+            format!("a Gloo connection to `{peer}` failed: a peer advertised a loopback address"),
+        );
+    }
+    if !lines.fallback.is_empty() || !lines.to_loopback.is_empty() {
+        for &idx in lines.mesh_failed.iter().take(CITED) {
+            h.support(
+                Source::Torch,
+                0.4,
+                Some(idx),
+                "the Gloo process group could not connect its ranks to each other",
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
+}
+
+fn gloo_lines(ctx: &Ctx<'_>) -> GlooLines {
+    let mut out = GlooLines::default();
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::GlooInterface) {
+        let list = match ev.text_field("what") {
+            Some("loopback_fallback") => &mut out.fallback,
+            Some("no_address") => &mut out.no_address,
+            Some("connect_loopback") => &mut out.to_loopback,
+            Some("full_mesh_failed") => &mut out.mesh_failed,
+            _ => continue,
+        };
+        list.push(idx);
+    }
+    out
+}

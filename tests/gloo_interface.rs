@@ -1,0 +1,81 @@
+//! PyTorch's Gloo process group on an address other hosts cannot reach.
+
+mod common;
+
+fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
+    common::report_of(files)["verdict"].clone()
+}
+
+/// vLLM on two hosts under Ray (torch 2.3, the paste of aws-do-eks#50's
+/// kind): the worker's hostname resolved to nothing usable, Gloo bound
+/// loopback, and the full mesh never connected.
+#[test]
+fn the_loopback_fallback_with_a_failed_mesh_is_gloos_interface_torch_2_3() {
+    let log = "\
+(RayWorkerWrapper pid=1890, ip=10.41.0.8) [rank9]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())
+(RayWorkerWrapper pid=1890, ip=10.41.0.8) [rank8]:[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error
+";
+    let v = verdict(&[("ray-worker.log", log)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    let c = &v["cause"];
+    assert!(c["summary"].as_str().unwrap().contains("Gloo"), "{c:#}");
+    assert!(
+        c["remedy"].as_str().unwrap().contains("GLOO_SOCKET_IFNAME"),
+        "{c:#}"
+    );
+    assert!(c["confidence"].as_f64().unwrap() >= 0.6, "{c:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}
+
+/// A connect to a loopback address a peer advertised (Ubuntu's 127.0.1.1
+/// hostname entry), wrapped as a terminal shows it.
+#[test]
+fn a_connect_to_a_peers_loopback_address_is_the_interface_gloo_pair_cc() {
+    let log = "\
+[rank8] Gloo connectFullMesh failed ... timed out connecting: SO_ERROR: Connection refused,
+        remote=[127.0.1.1]:14215
+RuntimeError: Gloo connectFullMesh failed ...
+";
+    let v = verdict(&[("engine.log", log)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.1.1"),
+        "{v:#}"
+    );
+}
+
+/// GLOO_SOCKET_IFNAME naming an interface without an address (a bond's
+/// slave, a name from another host) fails at once.
+#[test]
+fn an_interface_without_an_address_is_named_gloo_device_cc() {
+    let log = "gpu-node-3: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: ens35f0np0\n";
+    let v = verdict(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ens35f0np0"),
+        "{v:#}"
+    );
+}
+
+/// On one host the fallback is harmless: vLLM prints it on every start.
+#[test]
+fn the_fallback_on_one_host_that_ran_on_is_no_cause_vllm_0_4() {
+    let log = "\
+[rank0]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())
+INFO 05-04 14:43:20 model_runner.py:173] Loading model weights took 14.9595 GB
+INFO 05-04 14:43:23 gpu_executor.py:119] # GPU blocks: 2358, # CPU blocks: 2048
+";
+    let v = verdict(&[("serve.log", log)]);
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    let alts = v["alternatives"].as_array().unwrap();
+    assert!(
+        !alts.iter().any(|a| a["kind"] == "socket_interface"),
+        "{v:#}"
+    );
+}

@@ -1,0 +1,54 @@
+//! Horovod's stall inspector: the ranks it lists as missing tensors.
+
+mod common;
+
+const WARNING: &str = "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. ";
+
+fn verdict(log: &str) -> serde_json::Value {
+    common::report_of(&[("horovod.log", log)])["verdict"].clone()
+}
+
+/// horovod#1652's shape (TensorFlow, 0.18, under mpirun's tags): each rank
+/// built a different head, so each waits for a broadcast the other never
+/// submits. Neither side is the odd one.
+#[test]
+fn ranks_each_lacking_the_others_tensor_ran_different_ops_horovod_0_18() {
+    let log = format!(
+        "[1,0]<stderr>:[2020-01-17 08:20:34.024110: W horovod/common/operations.cc:779] {WARNING}\n\
+         [1,0]<stderr>:Stalled ranks:\n\
+         [1,0]<stderr>:0: [HorovodBroadcast_acm_vggface2_kernel_0]\n\
+         [1,0]<stderr>:1: [HorovodBroadcast_acm_webface_kernel_0]\n"
+    );
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("acm_webface"), "{summary}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}
+
+/// PyTorch under Horovod 0.28: rank 3 alone has not submitted the
+/// gradients every other rank waits to reduce (it is still loading data);
+/// after the shutdown time it is marked `!`.
+#[test]
+fn one_rank_missing_what_all_others_submitted_is_stalled_horovod_0_28() {
+    let log = format!(
+        "[2024-03-02 10:11:12.345678: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] {WARNING}\n\
+         Stalled ranks:\n\
+         3: [allreduce.layer4.1.conv2.weight, allreduce.layer4.1.bn2.weight, allreduce.fc.bias]\n\
+         [2024-03-02 10:12:12.345678: E /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] {WARNING}\n\
+         Stalled ranks:\n\
+         3!: [allreduce.layer4.1.conv2.weight, allreduce.layer4.1.bn2.weight, allreduce.fc.bias]\n"
+    );
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("ALLREDUCE"), "{summary}");
+}
+
+/// A line shaped like a rank entry outside a stall block is not one.
+#[test]
+fn rank_shaped_lines_outside_a_stall_block_say_nothing() {
+    let v = verdict("0: [allreduce.noname.1]\nStep 10 loss 2.31\n");
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+}
