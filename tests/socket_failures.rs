@@ -269,3 +269,35 @@ fn a_socket_family_the_host_does_not_support_is_an_interface_problem_nccl_2_3_an
         assert!(summary.contains("address family"), "{summary}");
     }
 }
+
+/// oneflow#3586's shape (NCCL 2.7, sockets only): NCCL lists a docker veth
+/// with its IPv6 link-local address as socket device 1 and routes a
+/// channel `via NET/Socket/1`; its connects then time out (INFO retries,
+/// the WARN lost). Traffic on that device cannot leave the host.
+#[test]
+fn a_channel_routed_over_a_veth_socket_device_is_the_interface_nccl_2_7() {
+    let log = "\
+gpu-a:1542:1542 [0] NCCL INFO Bootstrap : Using [0]eno1:172.18.40.41<0> [1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>
+gpu-a:1542:1542 [0] NCCL INFO NET/IB : No device found.
+gpu-a:1542:1542 [0] NCCL INFO NET/Socket : Using [0]eno1:172.18.40.41<0> [1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>
+gpu-a:1542:1542 [0] NCCL INFO Using network Socket
+gpu-a:1542:1934 [0] NCCL INFO Channel 00 : 0[18000] -> 1[18000] [receive] via NET/Socket/1
+gpu-a:1542:1934 [0] NCCL INFO Channel 00 : 1[18000] -> 0[18000] [send] via NET/Socket/1
+gpu-a:1542:1934 [0] NCCL INFO Call to connect returned Connection timed out, retrying
+gpu-a:1542:1934 [0] NCCL INFO Call to connect returned Connection timed out, retrying
+";
+    let v = &common::report_of(&[("worker.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("veth25f2e72"),
+        "{v:#}"
+    );
+    assert_eq!(v["cause"]["host"], "gpu-a", "{v:#}");
+    // The same list with the channel on device 0 (eno1) is only a lead.
+    let on_eno1 = log.replace("NET/Socket/1", "NET/Socket/0");
+    let v = &common::report_of(&[("worker.log", &on_eno1)])["verdict"];
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::build::nccl_major_minor;
-use crate::model::{CauseKind, Event, EventIdx, EventKind};
+use crate::model::{CauseKind, Event, EventIdx, EventKind, Sym};
 
 use super::Ctx;
 
@@ -405,16 +405,30 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     let suspicious = suspicious_interfaces(ctx);
-    for (idx, iface) in suspicious.iter().take(4) {
-        let ev = &job.events[*idx];
+    for s in suspicious.iter().take(4) {
+        let ev = &job.events[s.idx];
         keep_host_or_reporters(&mut iface_hyp, ev);
-        let w = if connect_errors.is_empty() { 0.3 } else { 0.6 };
-        iface_hyp.support(
-            Source::Nccl,
-            w,
-            Some(*idx),
-            format!("NCCL uses `{iface}`, which cannot reach other hosts"),
-        );
+        let iface = &s.iface;
+        // A channel routed over the interface is traffic that must cross
+        // hosts there, not just an interface on a list.
+        let (w, why) = match (s.carries_channel, connect_errors.is_empty()) {
+            (true, _) => (
+                0.6,
+                format!(
+                    "NCCL routes channels over `{iface}` (NET/Socket/{}), which cannot reach other hosts",
+                    s.net_dev
+                ),
+            ),
+            (false, false) => (
+                0.6,
+                format!("NCCL uses `{iface}`, which cannot reach other hosts"),
+            ),
+            (false, true) => (
+                0.3,
+                format!("NCCL uses `{iface}`, which cannot reach other hosts"),
+            ),
+        };
+        iface_hyp.support(Source::Nccl, w, Some(s.idx), why);
         iface_hyp.value("detail", format!("`{iface}`"));
     }
     for &idx in connect_errors.iter().take(8) {
@@ -579,9 +593,21 @@ fn keep_host_or_reporters(h: &mut Hypothesis, ev: &Event) {
         .or_else(|| ev.who.host.as_deref().map(str::to_string));
 }
 
+/// A local-only interface NCCL listed for its sockets or bootstrap.
+struct LocalInterface {
+    idx: EventIdx,
+    /// `name:address`.
+    iface: String,
+    /// Its index in the NET/Socket list (`[1]veth…`).
+    net_dev: u32,
+    /// A channel of the same process runs `via NET/Socket/<net_dev>`.
+    carries_channel: bool,
+}
+
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
-fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
+fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<LocalInterface> {
     let mut out = Vec::new();
+    let socket_channels = socket_channels(ctx);
     let listing = |k| matches!(k, EventKind::NcclNetSocket | EventKind::NcclBootstrapIface);
     for (idx, ev) in ctx.job.events_where(listing) {
         let list = match ev.kind {
@@ -593,17 +619,45 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<(EventIdx, String)> {
             ),
             _ => continue,
         };
-        for item in list.split_whitespace() {
+        for (pos, item) in list.split_whitespace().enumerate() {
+            let net_dev = socket_index(item).unwrap_or(pos as u32);
             let item =
                 item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
             if let Some((iface, rest)) = item.split_once(':') {
                 let addr = rest.split('<').next().unwrap_or(rest);
                 let local = &ctx.kb.local_only;
                 if local.interface(iface) || local.network_of(addr).is_some() {
-                    out.push((idx, format!("{iface}:{addr}")));
+                    let carries_channel = ev.kind == EventKind::NcclNetSocket
+                        && socket_channels.contains(&(
+                            ev.who.host.clone(),
+                            ev.who.pid,
+                            i64::from(net_dev),
+                        ));
+                    out.push(LocalInterface {
+                        idx,
+                        iface: format!("{iface}:{addr}"),
+                        net_dev,
+                        carries_channel,
+                    });
                 }
             }
         }
     }
+    // Interfaces that carry channels first: they are what failed.
+    out.sort_by_key(|s| !s.carries_channel);
     out
+}
+
+/// `[1]veth…` → 1.
+fn socket_index(item: &str) -> Option<u32> {
+    item.strip_prefix('[')?.split_once(']')?.0.parse().ok()
+}
+
+/// (host, pid, socket device) of every channel routed `via NET/Socket/N`.
+fn socket_channels(ctx: &Ctx<'_>) -> BTreeSet<(Option<Sym>, Option<u32>, i64)> {
+    ctx.job
+        .events_where(|k| k == EventKind::NcclChannel)
+        .filter(|(_, e)| e.text_field("transport") == Some("NET/Socket"))
+        .filter_map(|(_, e)| Some((e.who.host.clone(), e.who.pid, e.int("net_dev")?)))
+        .collect()
 }
