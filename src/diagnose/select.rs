@@ -294,7 +294,8 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         EventKind::NcclCommInit
         | EventKind::BootstrapError
         | EventKind::SocketError
-        | EventKind::VerbsCallFailed => true,
+        | EventKind::VerbsCallFailed
+        | EventKind::TopologyFileError => true,
         EventKind::ProxyError => e.text_field("op") == Some("Connect"),
         EventKind::NcclErrorChain => e
             .text_field("src")
@@ -357,6 +358,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::UniqueIdWait
                     | EventKind::BarrierReport
                     | EventKind::HorovodStall
+                    | EventKind::TopologyFileError
             )
         })
         // Gloo's loopback fallback is only a warning; its failed connects are failures.

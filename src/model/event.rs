@@ -136,6 +136,9 @@ event_kinds! {
     OfiError => "ofi_error",
     /// NCCL could not create or size a shared-memory segment (/dev/shm).
     ShmFailure => "shm_failure",
+    /// A topology or graph XML file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, a
+    /// network plugin's) that does not describe the machine (`what`).
+    TopologyFileError => "topology_file_error",
     /// NVLS multicast memory the NVSwitches would not bind or allocate.
     NvlsFailure => "nvls_failure",
     ProxyError => "proxy_error",

@@ -22,6 +22,7 @@ mod network;
 mod process;
 mod setup;
 mod shm;
+mod topology_file;
 
 use crate::grammar::knowledge::Knowledge;
 use crate::model::Job;
@@ -55,7 +56,12 @@ pub fn hypotheses(
         &|| gpu::hypotheses(ctx),
         &|| network::hypotheses(ctx, hang),
         &|| setup::hypotheses(ctx, hang),
-        &|| config::config_mismatch(ctx).into_iter().collect(),
+        &|| {
+            config::config_mismatch(ctx)
+                .into_iter()
+                .chain(topology_file::topology_file(ctx))
+                .collect()
+        },
         &|| application::hypotheses(ctx, hang),
         &|| kernel::hypotheses(ctx),
         &|| nccl_bug::hypotheses(ctx, hang).into_iter().collect(),
