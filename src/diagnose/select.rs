@@ -296,6 +296,7 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::SocketError
         | EventKind::VerbsCallFailed
         | EventKind::TopologyFileError => true,
+        EventKind::StoreConnect => e.text_field("what") == Some("timeout"),
         EventKind::ProxyError => e.text_field("op") == Some("Connect"),
         EventKind::NcclErrorChain => e
             .text_field("src")
@@ -361,10 +362,12 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::TopologyFileError
             )
         })
-        // Gloo's loopback fallback is only a warning; its failed connects are failures.
+        // Gloo's loopback fallback is only a warning, a store connect that
+        // will be retried only a retry; their failures are failures.
         || job.events.iter().any(|e| {
-            e.kind == EventKind::GlooInterface
-                && e.text_field("what") != Some("loopback_fallback")
+            (e.kind == EventKind::GlooInterface
+                && e.text_field("what") != Some("loopback_fallback"))
+                || (e.kind == EventKind::StoreConnect && e.text_field("what") == Some("timeout"))
         })
         || job
             .events

@@ -173,6 +173,9 @@ event_kinds! {
     /// Gloo (PyTorch's CPU backend) set up on an unusable interface: the
     /// loopback fallback, an interface the host lacks, a connect to loopback.
     GlooInterface => "gloo_interface",
+    /// A rank connecting to the c10d rendezvous store (MASTER_ADDR): a
+    /// retry (`what` retry) or a timeout that failed it (`what` timeout).
+    StoreConnect => "store_connect",
     /// Horovod's stall inspector: its warning (`role` warning) and the
     /// ranks it lists as missing, with the tensors each has not submitted.
     HorovodStall => "horovod_stall",

@@ -22,6 +22,7 @@ mod network;
 mod process;
 mod setup;
 mod shm;
+mod store;
 mod topology_file;
 
 use crate::grammar::knowledge::Knowledge;

@@ -23,6 +23,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(socket_failures(ctx));
     out.extend(super::bootstrap::failed_bootstrap(ctx));
     out.extend(super::gloo::unusable_interface(ctx));
+    out.extend(super::store::unreachable_store(ctx));
     out
 }
 

@@ -1,0 +1,79 @@
+//! A rank that could not reach the c10d rendezvous store.
+//!
+//! Every rank connects to the TCPStore at MASTER_ADDR:MASTER_PORT before any
+//! communicator exists. A store at an address only its own host can reach
+//! (a container's docker-bridge address, link-local) is the wrong interface;
+//! loopback is wrong only where the job spans hosts (on one host a timeout
+//! there is a port nobody listens on, or a master that never started). A
+//! routable address that times out is a lead only: a port the firewall
+//! drops, or a master that was not up yet.
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventKind};
+
+use super::Ctx;
+
+/// Lines cited.
+const CITED: usize = 3;
+
+pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let job = ctx.job;
+    let mut iface = Hypothesis::new(CauseKind::SocketInterface);
+    iface.value("variant", "store");
+    let mut fw = Hypothesis::new(CauseKind::Firewall);
+    let many_hosts = job.hosts.len() > 1;
+    for (idx, ev) in job.events_where(|k| k == EventKind::StoreConnect) {
+        if ev.text_field("what") != Some("timeout") {
+            continue;
+        }
+        let Some(peer) = ev.text_field("peer") else {
+            continue;
+        };
+        let reporter = ev.who.host.as_deref().map(str::to_string);
+        let net = if peer == "localhost" {
+            Some("loopback")
+        } else {
+            ctx.kb.local_only.network_of(peer)
+        };
+        match net {
+            Some("loopback") if !many_hosts => continue,
+            Some(net) => {
+                iface.peer_host = iface.peer_host.take().or(reporter);
+                iface
+                    .values
+                    .entry("detail")
+                    .or_insert_with(|| format!("the rendezvous store at `{peer}`, {net}"));
+                if iface.support.len() < CITED {
+                    iface.support(
+                        Source::Torch,
+                        0.65,
+                        Some(idx),
+                        format!("a rank timed out reaching the rendezvous store at {peer}, an address in {net} that only its own host can reach"),
+                    );
+                }
+            }
+            None => {
+                let target = job.host_of_addr(peer).unwrap_or(peer).to_string();
+                for (h, w) in [(&mut fw, 0.3), (&mut iface, 0.25)] {
+                    h.host = h.host.take().or_else(|| Some(target.clone()));
+                    h.peer_host = h.peer_host.take().or_else(|| reporter.clone());
+                    h.values
+                        .entry("detail")
+                        .or_insert_with(|| format!("the rendezvous store at `{peer}` timed out"));
+                    if h.support.len() < CITED {
+                        h.support(
+                            Source::Torch,
+                            w,
+                            Some(idx),
+                            format!("a rank timed out reaching the rendezvous store at {peer}: its port was dropped, or the store was not up"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    [iface, fw]
+        .into_iter()
+        .filter(|h| !h.support.is_empty())
+        .collect()
+}

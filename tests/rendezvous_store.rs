@@ -1,0 +1,61 @@
+//! Ranks that could not reach the c10d rendezvous store (MASTER_ADDR).
+
+mod common;
+
+fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
+    common::report_of(files)["verdict"].clone()
+}
+
+/// OpenRLHF#265's shape (torch 2.1, Ray across docker-swarm containers):
+/// the vLLM workers were sent to the actor's docker-bridge address.
+#[test]
+fn a_store_at_a_docker_bridge_address_is_the_interface_torch_2_1() {
+    let log = "\
+(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to (172.17.0.2
+, 44737).
+(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3856, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out.
+";
+    let v = verdict(&[("ray-driver.log", log)]);
+    let c = &v["cause"];
+    assert_eq!(c["kind"], "socket_interface", "{v:#}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("MASTER_ADDR") && summary.contains("172.17.0.2"),
+        "{summary}"
+    );
+    assert!(
+        c["remedy"].as_str().unwrap().contains("MASTER_ADDR"),
+        "{c:#}"
+    );
+}
+
+/// One host, a store on loopback nobody listens on (a script overwrote
+/// torchrun's MASTER_PORT): not an interface problem.
+#[test]
+fn a_loopback_store_on_one_host_is_no_interface_torch_2_4() {
+    let log = "[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (127.0.0.1, 48315).\n";
+    let v = verdict(&[("train.log", log)]);
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    let alts = v["alternatives"].as_array().unwrap();
+    assert!(
+        !alts.iter().any(|a| a["kind"] == "socket_interface"),
+        "{v:#}"
+    );
+}
+
+/// Two hosts; the second cannot reach node001's routable store address:
+/// a dropped port or a master not up yet, so only a lead, on node001.
+#[test]
+fn a_routable_store_that_times_out_is_only_a_lead_on_its_host_torch_2_3() {
+    let node1 = "node001:5100:5100 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.1<0>\n";
+    let node2 = "[rank8]: torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (10.1.0.1, 29500).\n";
+    let v = verdict(&[("node001/train.log", node1), ("node002/train.log", node2)]);
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+    let alts = v["alternatives"].as_array().unwrap();
+    let fw = alts
+        .iter()
+        .find(|a| a["kind"] == "firewall")
+        .expect("a firewall lead");
+    assert_eq!(fw["host"], "node001", "{v:#}");
+    assert!(fw["confidence"].as_f64().unwrap() < 0.35, "{v:#}");
+}
