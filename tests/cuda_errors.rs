@@ -42,18 +42,30 @@ fn the_same_cuda_fault_on_every_rank_names_no_single_crashed_rank() {
 
 /// nccl-tests#276's shape (NVLS set-up on an NVSwitch system after a Fabric
 /// Manager restart): `Cuda failure 999 'unknown error` — the closing quote
-/// lost in the paste. CUDA's unknown error is the driver having lost the
-/// GPU's state: a weak GPU fault on that host, not nothing.
+/// lost in the paste. A CUDA failure of NCCL's NVLS calls (2.17–2.26) is,
+/// by the maintainers' account, the Fabric Manager restarted without a GPU
+/// reset: a weak fault of the host's NVSwitch fabric, not nothing. So is
+/// nccl#1488's `invalid argument` there (NCCL 2.18).
 #[test]
-fn cuda_unknown_error_999_is_a_weak_gpu_fault_nvls() {
-    let doc = common::report_of(&[(
-        "allreduce.log",
-        "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error\n",
-    )]);
-    let v = &doc["verdict"];
-    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
-    assert_eq!(v["cause"]["host"], "gpu47", "{v:#}");
-    assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.5, "{v:#}");
+fn a_cuda_failure_of_the_nvls_transport_is_a_weak_nvswitch_fault_nccl_2_18() {
+    for (line, host) in [
+        (
+            "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error\n",
+            "gpu47",
+        ),
+        (
+            "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'\nnode23:12098:12141 [2] NCCL INFO transport/nvls.cc:394 -> 1\n",
+            "node23",
+        ),
+    ] {
+        let doc = common::report_of(&[("allreduce.log", line)]);
+        let v = &doc["verdict"];
+        assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+        assert_eq!(v["cause"]["host"], host, "{v:#}");
+        assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.5, "{v:#}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(remedy.contains("GPU reset"), "{remedy}");
+    }
 }
 
 /// pytorch#177472's shape (NCCL 2.29.3 quoted by PyTorch after `Last

@@ -54,17 +54,30 @@ fn nvls_refused(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         if h.support.is_empty() {
             h.host = ctx.job.host_of_event(ev).map(str::to_string);
             let error = ev.text_field("error").unwrap_or("no CUDA error named");
+            let done = match ev.text_field("action") {
+                Some("bind") | None => "bound",
+                Some("allocate") => "allocated",
+                Some("map") => "mapped",
+                Some(_) => "set up",
+            };
             h.value(
                 "detail",
-                format!("NVLS multicast memory could not be bound: {error}"),
+                format!("NVLS multicast memory could not be {done}: {error}"),
             );
         }
+        // NCCL's own words (2.27+) name the fabric; a bare CUDA error of its
+        // NVLS calls (before 2.27) is the same story by the maintainers' account.
+        let weight = if ev.text_field("action") == Some("set up") {
+            0.45
+        } else {
+            0.55
+        };
         if h.support.len() < 3 {
             h.support(
                 Source::Nccl,
-                0.55,
+                weight,
                 Some(idx),
-                "NCCL could not bind NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured",
+                "NCCL could not set up NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured",
             );
         }
     }

@@ -19,6 +19,7 @@ const SYMPTOM_KINDS: &[EventKind] = &[
     EventKind::BootstrapError,
     EventKind::ProxyError,
     EventKind::CudaFailure,
+    EventKind::NvlsFailure,
     EventKind::NcclErrorChain,
     EventKind::NcclWarn,
     EventKind::RasEvent,
