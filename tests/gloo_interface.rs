@@ -2,9 +2,7 @@
 
 mod common;
 
-fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
-    common::report_of(files)["verdict"].clone()
-}
+use common::verdict_of as verdict;
 
 /// vLLM on two hosts under Ray (torch 2.3, the paste of aws-do-eks#50's
 /// kind): the worker's hostname resolved to nothing usable, Gloo bound

@@ -5,7 +5,7 @@ mod common;
 const WARNING: &str = "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. ";
 
 fn verdict(log: &str) -> serde_json::Value {
-    common::report_of(&[("horovod.log", log)])["verdict"].clone()
+    common::verdict_of(&[("horovod.log", log)])
 }
 
 /// horovod#1652's shape (TensorFlow, 0.18, under mpirun's tags): each rank

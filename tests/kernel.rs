@@ -169,19 +169,22 @@ fn raw_dmesg_with_a_boot_time_file_places_the_xid_on_the_wall_clock() {
     assert_eq!(xid["time"], "2024-11-29 12:29:40.250000");
 }
 
+/// Rank 2 (node001, mlx5_1) reports retry exhaustion talking to node002.
+fn status_12_on_rank_2(rank: u32) -> Vec<String> {
+    if rank != 2 {
+        return Vec::new();
+    }
+    vec![format!(
+        "node001:{}:{} [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.12<46877> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.3.0.11 remoteGids::ffff:10.3.0.12 hca mlx5_1",
+        pid(2),
+        pid(2) + 9
+    )]
+}
+
 #[test]
 fn mlx5_link_down_up_and_a_victims_status_12_are_a_link_flap_of_node002_mlx5_1() {
     // Rank 2 (node001, mlx5_1) talks to rank 6 on node002 over mlx5_1.
-    let extra = |rank: u32| {
-        if rank != 2 {
-            return Vec::new();
-        }
-        vec![format!(
-            "node001:{}:{} [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.12<46877> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.3.0.11 remoteGids::ffff:10.3.0.12 hca mlx5_1",
-            pid(2),
-            pid(2) + 9
-        )]
-    };
+    let extra = status_12_on_rank_2;
     let job = Job::new(&extra, &all_but(2));
     job.write(
         "node002/dmesg.txt",
@@ -218,16 +221,7 @@ fn mlx5_link_down_up_and_a_victims_status_12_are_a_link_flap_of_node002_mlx5_1()
 /// one link, not two candidates.
 #[test]
 fn a_flap_named_by_netdev_only_lands_on_the_rdma_device_a_table_ties_it_to() {
-    let extra = |rank: u32| {
-        if rank != 2 {
-            return Vec::new();
-        }
-        vec![format!(
-            "node001:{}:{} [2] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.3.0.12<46877> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.3.0.11 remoteGids::ffff:10.3.0.12 hca mlx5_1",
-            pid(2),
-            pid(2) + 9
-        )]
-    };
+    let extra = status_12_on_rank_2;
     let tables = [
         (
             "node002/ibdev2netdev.txt",

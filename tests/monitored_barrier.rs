@@ -3,9 +3,7 @@
 
 mod common;
 
-fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
-    common::report_of(files)["verdict"].clone()
-}
+use common::verdict_of as verdict;
 
 /// Rank 0 names rank 2 (torch 2.x wording, `[Rank 0]: ` prefix); ranks 1 and
 /// 3 lost rank 0 when it gave up. Rank 2 is the one, not the messenger.

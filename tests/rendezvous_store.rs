@@ -2,9 +2,7 @@
 
 mod common;
 
-fn verdict(files: &[(&str, &str)]) -> serde_json::Value {
-    common::report_of(files)["verdict"].clone()
-}
+use common::verdict_of as verdict;
 
 /// OpenRLHF#265's shape (torch 2.1, Ray across docker-swarm containers):
 /// the vLLM workers were sent to the actor's docker-bridge address.

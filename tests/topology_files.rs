@@ -4,7 +4,7 @@
 mod common;
 
 fn verdict(log: &str) -> serde_json::Value {
-    common::report_of(&[("nccl.log", log)])["verdict"].clone()
+    common::verdict_of(&[("nccl.log", log)])
 }
 
 /// azhpc-images#327's shape (NCCL 2.18.6): a VM image sets a graph file

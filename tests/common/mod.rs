@@ -43,6 +43,11 @@ pub fn report_of(files: &[(&str, &str)]) -> serde_json::Value {
     analyze_to_json(dir.path())
 }
 
+/// The verdict of a job made of `files` (path, text).
+pub fn verdict_of(files: &[(&str, &str)]) -> serde_json::Value {
+    report_of(files)["verdict"].clone()
+}
+
 /// Writes `text` to `root/rel`, making its folders: a job folder in a test.
 pub fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);

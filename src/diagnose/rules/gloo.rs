@@ -32,20 +32,16 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::SocketInterface);
     h.value("variant", "gloo");
     for &idx in lines.no_address.iter().take(CITED) {
-        let ev = &job.events[idx];
-        let iface = ev.text_field("iface").unwrap_or("?");
-        h.host = h
-            .host
-            .take()
-            .or_else(|| ev.who.host.as_deref().map(str::to_string));
-        h.values
-            .entry("detail")
-            .or_insert_with(|| format!("`{iface}` has no address"));
-        h.support(
-            Source::Torch,
+        let iface = job.events[idx].text_field("iface").unwrap_or("?");
+        h.host = h.host.take().or_else(|| reporter(ctx, idx));
+        cite(
+            &mut h,
+            idx,
             0.7,
-            Some(idx),
-            format!("Gloo was told to use `{iface}` (GLOO_SOCKET_IFNAME), which holds no address on this host"),
+            format!("`{iface}` has no address"),
+            format!(
+                "Gloo was told to use `{iface}` (GLOO_SOCKET_IFNAME), which holds no address on this host"
+            ),
         );
     }
     let fallback_weight = match (failed, job.hosts.len() > 1) {
@@ -53,39 +49,25 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         (false, true) => 0.25,
         (false, false) => 0.0,
     };
-    for &idx in lines.fallback.iter().take(CITED) {
-        if fallback_weight == 0.0 {
-            break;
-        }
-        let ev = &job.events[idx];
-        h.host = h
-            .host
-            .take()
-            .or_else(|| ev.who.host.as_deref().map(str::to_string));
-        h.values
-            .entry("detail")
-            .or_insert_with(|| "the hostname resolves to no usable address: loopback".to_string());
-        h.support(
-            Source::Torch,
+    let fallback = lines.fallback.iter().take(CITED);
+    for &idx in fallback.filter(|_| fallback_weight > 0.0) {
+        h.host = h.host.take().or_else(|| reporter(ctx, idx));
+        cite(
+            &mut h,
+            idx,
             fallback_weight,
-            Some(idx),
-            "Gloo found no usable address for the hostname and bound loopback, which other hosts cannot reach",
+            "the hostname resolves to no usable address: loopback".into(),
+            "Gloo found no usable address for the hostname and bound loopback, which other hosts cannot reach".into(),
         );
     }
     for &idx in lines.to_loopback.iter().take(CITED) {
-        let ev = &job.events[idx];
-        let peer = ev.text_field("peer").unwrap_or("127.0.0.1");
-        h.peer_host = h
-            .peer_host
-            .take()
-            .or_else(|| ev.who.host.as_deref().map(str::to_string));
-        h.values
-            .entry("detail")
-            .or_insert_with(|| format!("a peer advertised `{peer}`"));
-        h.support(
-            Source::Torch,
+        let peer = job.events[idx].text_field("peer").unwrap_or("127.0.0.1");
+        h.peer_host = h.peer_host.take().or_else(|| reporter(ctx, idx));
+        cite(
+            &mut h,
+            idx,
             0.5,
-            Some(idx),
+            format!("a peer advertised `{peer}`"),
             format!("a Gloo connection to `{peer}` failed: a peer advertised a loopback address"),
         );
     }
@@ -100,6 +82,17 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         }
     }
     (!h.support.is_empty()).then_some(h)
+}
+
+/// The host that printed a line.
+fn reporter(ctx: &Ctx<'_>, idx: EventIdx) -> Option<String> {
+    ctx.job.events[idx].who.host.as_deref().map(str::to_string)
+}
+
+/// One line's support; the first line cited gives the detail.
+fn cite(h: &mut Hypothesis, idx: EventIdx, weight: f64, detail: String, why: String) {
+    h.values.entry("detail").or_insert(detail);
+    h.support(Source::Torch, weight, Some(idx), why);
 }
 
 fn gloo_lines(ctx: &Ctx<'_>) -> GlooLines {
