@@ -149,3 +149,49 @@ fn nccl_device_mismatch_warning_is_a_collective_mismatch_nccl_2_4() {
         "{v:#}"
     );
 }
+
+/// fairseq#1088's shape (fairseq 0.9, two GPUs, the message wrapped as a
+/// terminal shows it): all_gather_list could not unpickle what the other
+/// worker sent, since the workers entered it out of step (one skipped the
+/// padded last batch of an uneven epoch). The framework's own statement is
+/// a mismatch naming no side.
+#[test]
+fn fairseqs_all_gather_list_out_of_sync_is_a_mismatch_fairseq_0_9() {
+    let log = "\
+  File \"/home/user/fairseq/fairseq/distributed_utils.py\", line 181, in all_gather_list
+    'Unable to unpickle data from other workers. all_gather_list requires all '
+Exception: Unable to unpickle data from other workers. all_gather_list requires all 
+workers to enter the function together, so this error usually indicates that the 
+workers have fallen out of sync somehow.
+";
+    let v = common::verdict_of(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("fairseq"),
+        "{v:#}"
+    );
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}
+
+/// fairseq under torch 2.1 on four GPUs: rank 3 ran out of memory and
+/// skipped its batch; the other three time out in the next all-reduce.
+/// Rank 3 is the odd one.
+#[test]
+fn a_worker_that_skipped_an_oom_batch_is_the_odd_one_while_the_others_hang_fairseq_0_12() {
+    let mut log = String::from(
+        "[rank3]:2023-11-02 10:01:12 | WARNING | fairseq.trainer | ran out of memory with exception: CUDA out of memory. Tried to allocate 1.20 GiB (GPU 3; 39.39 GiB total capacity; 36.10 GiB already allocated)\n[rank3]: Skipping batch\n",
+    );
+    for r in 0..3 {
+        log.push_str(&format!("[rank{r}]:[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5012, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=1800000) ran for 1800094 milliseconds before timing out.\n"));
+    }
+    let v = common::verdict_of(&[("train.log", &log)]);
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    let cited = v["cause"]["evidence"].as_array().unwrap();
+    assert!(
+        cited
+            .iter()
+            .any(|e| e["text"].as_str().unwrap().contains("ran out of memory")),
+        "{v:#}"
+    );
+}

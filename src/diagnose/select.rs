@@ -368,6 +368,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
             (e.kind == EventKind::GlooInterface
                 && e.text_field("what") != Some("loopback_fallback"))
                 || (e.kind == EventKind::StoreConnect && e.text_field("what") == Some("timeout"))
+                || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
         })
         || job
             .events

@@ -36,6 +36,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../grammars/nccl_tests.toml"),
     ),
     ("horovod.toml", include_str!("../../grammars/horovod.toml")),
+    (
+        "frameworks.toml",
+        include_str!("../../grammars/frameworks.toml"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]

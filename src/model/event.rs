@@ -176,6 +176,9 @@ event_kinds! {
     /// A rank connecting to the c10d rendezvous store (MASTER_ADDR): a
     /// retry (`what` retry) or a timeout that failed it (`what` timeout).
     StoreConnect => "store_connect",
+    /// A training framework saying its workers fell out of step (fairseq's
+    /// `all_gather_list`), or doing what makes them (an OOM batch skipped).
+    AppDesync => "app_desync",
     /// Horovod's stall inspector: its warning (`role` warning) and the
     /// ranks it lists as missing, with the tensors each has not submitted.
     HorovodStall => "horovod_stall",

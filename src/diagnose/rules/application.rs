@@ -17,6 +17,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(desync_report(ctx));
     out.extend(super::barrier::monitored_barrier(ctx));
     out.extend(super::horovod::stalled_tensors(ctx));
+    out.extend(super::framework::workers_out_of_step(ctx));
     out.extend(super::main_process::awaited_main_process(ctx));
     out.extend(nccl_caught_mismatch(ctx));
     out.extend(super::calls::calls_disagree(ctx));

@@ -12,6 +12,7 @@ mod common_peer;
 mod config;
 mod efa;
 mod fabric;
+mod framework;
 mod gloo;
 mod gpu;
 mod horovod;
