@@ -488,3 +488,27 @@ fn p2p_setup_invalid_argument_is_the_defect_of_2_18_1_to_2_19_1() {
     let fixed = job(&[("driver.log", lines("2.18.6"))]);
     assert!(nccl_bug(&analyze(fixed.path())).is_none());
 }
+
+/// No line prints the NCCL release, but PyTorch's own lines date its series
+/// (2.2–2.3: the deprecation warning without a time stamp), and every NCCL
+/// those releases ship (2.19.3, 2.20.5) has the bootstrap tag defect: it is
+/// proposed, below the weight a printed release gives it. A series whose
+/// shipped releases are not all affected (2.4+, stamped) proposes nothing.
+#[test]
+fn the_nccl_the_dated_pytorch_ships_stands_in_for_a_printed_release_torch_2_2() {
+    let symptom = "[default4]:node2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n[default4]:node2:4827:6900 [4] NCCL INFO bootstrap.cc:554 -> 3\n";
+    let unstamped = "[default4]:[W Utils.hpp:133] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function getCvarInt)\n";
+    let stamped = "[default4]:[W412 23:54:04.060794819 Utils.hpp:137] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function operator())\n";
+    let doc = common::report_of(&[("train.log", &format!("{unstamped}{symptom}"))]);
+    let bug = nccl_bug(&doc).expect("the shipped NCCL is affected");
+    let summary = bug["summary"].as_str().unwrap();
+    assert!(summary.contains("bootstrap_tag_collision"), "{summary}");
+    assert!(summary.contains("2.19.3 or 2.20.5"), "{summary}");
+    let shipped = bug["confidence"].as_f64().unwrap();
+    assert!(shipped < 0.5, "{shipped}");
+    let printed = analyze(truncated_bootstrap("2.19.3+cuda12.2").path());
+    let printed = nccl_bug(&printed).unwrap()["confidence"].as_f64().unwrap();
+    assert!(shipped < printed, "{shipped} vs {printed}");
+    let doc = common::report_of(&[("train.log", &format!("{stamped}{symptom}"))]);
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}

@@ -42,27 +42,52 @@ struct Found<'b> {
     version: NcclVersion,
     version_event: Option<EventIdx>,
     cited: Vec<Cited>,
+    /// The version is the one the job's PyTorch ships, not one a line
+    /// printed: (its PyTorch releases, the NCCL releases they ship).
+    shipped_by: Option<(String, String)>,
 }
+
+/// A defect matched only through the NCCL the PyTorch release ships counts
+/// for this much of its weight: the job may have loaded another libnccl.
+const SHIPPED_WEIGHT: f64 = 0.75;
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
     // The embedded list is checked by the unit tests; should it ever fail to
     // load, this rule proposes nothing rather than stopping the analysis.
     let bugs = NcclBugs::builtin().ok()?;
     let versions = job_versions(ctx.job);
+    // No line prints the release: the one the job's PyTorch ships stands in,
+    // where every release its lines allow is affected alike.
+    let shipped = versions
+        .is_empty()
+        .then(|| super::bundled::shipped_nccl(ctx.job))
+        .flatten();
     let mut found: Vec<Found<'_>> = bugs
         .bugs
         .iter()
         .filter_map(|bug| {
-            let (version, version_event) = versions
-                .iter()
-                .find(|(v, _)| bug.affected.contains(v))
-                .copied()?;
+            let (version, version_event, shipped_by) = match &shipped {
+                None => {
+                    let (v, e) = versions.iter().find(|(v, _)| bug.affected.contains(v))?;
+                    (*v, *e, None)
+                }
+                Some(s) => {
+                    if !s.nccl.iter().all(|v| bug.affected.contains(v)) {
+                        return None;
+                    }
+                    let (event, torch) = s.cites.first()?;
+                    let releases: Vec<String> = s.nccl.iter().map(|v| v.to_string()).collect();
+                    let by = (torch.clone(), releases.join(" or "));
+                    (*s.nccl.first()?, Some(*event), Some(by))
+                }
+            };
             let cited = signature_matches(ctx, hang, bug)?;
             Some(Found {
                 bug,
                 version,
                 version_event,
                 cited,
+                shipped_by,
             })
         })
         .collect();
@@ -301,9 +326,21 @@ fn first_error(job: &Job) -> Option<EventIdx> {
 fn hypothesis(best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     let bug = best.bug;
     let mut h = Hypothesis::new(CauseKind::NcclBug);
+    let scale = if best.shipped_by.is_some() {
+        SHIPPED_WEIGHT
+    } else {
+        1.0
+    };
+    let weight = bug.weight * scale;
+    let version = match &best.shipped_by {
+        Some((torch, nccl)) => {
+            format!("{nccl} (what PyTorch {torch} ships; no line names the release)")
+        }
+        None => best.version.to_string(),
+    };
     let mut detail = format!(
-        "{} ({} [`{}`]; fixed in {}",
-        best.version, bug.title, bug.id, bug.fixed_in
+        "{version} ({} [`{}`]; fixed in {}",
+        bug.title, bug.id, bug.fixed_in
     );
     for o in others.iter().take(MAX_ALSO) {
         detail.push_str(&format!(
@@ -318,11 +355,7 @@ fn hypothesis(best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     // version line follow. Within one source only the strongest counts, so
     // the confidence is the entry's weight.
     for c in &best.cited {
-        let w = if c.symptom {
-            bug.weight
-        } else {
-            bug.weight * 0.9
-        };
+        let w = if c.symptom { weight } else { weight * 0.9 };
         h.support(
             Source::Nccl,
             w,
@@ -332,11 +365,11 @@ fn hypothesis(best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     }
     h.support(
         Source::Nccl,
-        bug.weight * 0.8,
+        weight * 0.8,
         best.version_event,
         format!(
             "NCCL {} is in the range `{}` affects ({}); fixed in {} (release notes of {}, commit {})",
-            best.version,
+            version,
             bug.id,
             bug.affected,
             bug.fixed_in,
