@@ -25,12 +25,14 @@ pub fn monitored_barrier(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             Some("missing") => {
                 let ranks = rank_list(ev.text_field("ranks").unwrap_or(""));
                 if named.support.len() < CITED {
+                    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
                     named.support(
                         Source::Torch,
                         0.8,
                         Some(idx),
                         format!(
-                            "rank 0's monitored barrier says rank(s) {ranks:?} never reached it"
+                            "rank 0's monitored barrier says rank(s) {} never reached it",
+                            list.join(", ")
                         ),
                     );
                 }
