@@ -98,3 +98,22 @@ fn nccl_tests_failure_lines_are_read_nccl_tests_2_x() {
     let v = &common::report_of(&[("all_reduce_perf.log", log)])["verdict"];
     assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
+
+/// nccl-tests#264's shape (8×H100, driver 560): CUDA's `system not yet
+/// initialized` (cudaErrorSystemNotReady, 802: a driver daemon the system
+/// needs is not running) on an NVSwitch system is the Fabric Manager not
+/// running, told as the NVSwitch variant of a GPU fault.
+#[test]
+fn system_not_yet_initialized_is_the_fabric_manager_nccl_tests_2_13() {
+    let log = "\
+# Using devices
+test: Test CUDA failure common.cu:941 'system not yet initialized'
+ .. test pid 54340: Test failure common.cu:891
+";
+    let v = &common::report_of(&[("all_reduce_perf.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Fabric Manager"), "{summary}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("nvidia-fabricmanager"), "{remedy}");
+}

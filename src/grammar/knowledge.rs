@@ -181,6 +181,17 @@ struct ConsequenceSpec {
 struct GpuErrorSpec {
     text: String,
     weight: f64,
+    /// The cause text variant this error is told in (`nvswitch`).
+    #[serde(default)]
+    variant: Option<String>,
+}
+
+/// A CUDA error text that means a GPU-side fault.
+#[derive(Debug, Clone)]
+pub struct GpuError {
+    text: String,
+    pub weight: f64,
+    pub variant: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,8 +251,8 @@ pub struct Knowledge {
     pub lint_markers: Vec<String>,
     /// Message starts that `lint-logs` does not count (stack frames).
     pub lint_ignore_prefixes: Vec<String>,
-    /// CUDA error texts that mean a GPU hardware fault, with their weight.
-    gpu_errors: Vec<(String, f64)>,
+    /// CUDA error texts that mean a GPU-side fault, with their weight.
+    gpu_errors: Vec<GpuError>,
     ibv_wc_status: BTreeMap<i64, CodeText>,
     nccl_result: BTreeMap<i64, CodeText>,
     /// What NIC and IB counters mean (`grammars/counters.toml`).
@@ -369,7 +380,11 @@ impl Knowledge {
             gpu_errors: raw
                 .gpu_error
                 .into_iter()
-                .map(|g| (g.text, g.weight))
+                .map(|g| GpuError {
+                    text: g.text.to_ascii_lowercase(),
+                    weight: g.weight,
+                    variant: g.variant,
+                })
                 .collect(),
             ibv_wc_status: table(raw.ibv_wc_status),
             nccl_result: table(raw.nccl_result),
@@ -414,12 +429,16 @@ impl Knowledge {
 
     /// How strongly a CUDA error text points at the GPU hardware (0 = not at all).
     pub fn gpu_error_weight(&self, text: &str) -> f64 {
+        self.gpu_error(text).map_or(0.0, |g| g.weight)
+    }
+
+    /// The strongest GPU-side fault a CUDA error text names, if any.
+    pub fn gpu_error(&self, text: &str) -> Option<&GpuError> {
         let lower = text.to_ascii_lowercase();
         self.gpu_errors
             .iter()
-            .filter(|(t, _)| lower.contains(&t.to_ascii_lowercase()))
-            .map(|(_, w)| *w)
-            .fold(0.0, f64::max)
+            .filter(|g| lower.contains(&g.text))
+            .max_by(|a, b| a.weight.total_cmp(&b.weight))
     }
 
     pub fn wc_status(&self, code: i64) -> Option<&CodeText> {

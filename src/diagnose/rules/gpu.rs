@@ -14,13 +14,16 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let Some(error) = cuda_error_text(ev) else {
             continue;
         };
-        let weight = ctx.kb.gpu_error_weight(error);
-        if weight == 0.0 {
+        let Some(known) = ctx.kb.gpu_error(error) else {
             continue;
-        }
+        };
+        let weight = known.weight;
         let rank = ev.who.rank;
         let h = by_rank.entry(rank).or_insert_with(|| {
             let mut h = Hypothesis::new(CauseKind::GpuFault);
+            if let Some(variant) = &known.variant {
+                h.value("variant", variant.clone());
+            }
             let info = rank.and_then(|r| ctx.job.ranks.get(&r));
             h.host = info
                 .and_then(|i| i.host.clone())
