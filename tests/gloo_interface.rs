@@ -77,3 +77,27 @@ INFO 05-04 14:43:23 gpu_executor.py:119] # GPU blocks: 2358, # CPU blocks: 2048
         "{v:#}"
     );
 }
+
+/// vllm#13121's shape across two hosts: the full mesh failed and nothing
+/// says why. The interface is a lead only (a peer not up yet fails alike).
+#[test]
+fn a_failed_mesh_alone_across_hosts_is_only_a_lead_torch_2_5() {
+    let line = |r: u32| {
+        format!(
+            "[rank{r}]:[E212 02:14:01.179080356 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"
+        )
+    };
+    let (a, b) = (line(2), line(10));
+    let v = verdict(&[("node001/worker.log", &a), ("node002/worker.log", &b)]);
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+    let alts = v["alternatives"].as_array().unwrap();
+    let lead = alts
+        .iter()
+        .find(|a| a["kind"] == "socket_interface")
+        .expect("an interface lead");
+    assert!(
+        lead["summary"].as_str().unwrap().contains("Gloo"),
+        "{lead:#}"
+    );
+    assert!(lead["confidence"].as_f64().unwrap() < 0.35, "{lead:#}");
+}

@@ -71,15 +71,28 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             format!("a Gloo connection to `{peer}` failed: a peer advertised a loopback address"),
         );
     }
-    if !lines.fallback.is_empty() || !lines.to_loopback.is_empty() {
-        for &idx in lines.mesh_failed.iter().take(CITED) {
-            h.support(
-                Source::Torch,
-                0.4,
-                Some(idx),
-                "the Gloo process group could not connect its ranks to each other",
-            );
+    // A mesh that failed alone is a lead across hosts: the same line follows
+    // a peer that was not up yet.
+    let mesh_weight = if !lines.fallback.is_empty() || !lines.to_loopback.is_empty() {
+        0.4
+    } else if job.hosts.len() > 1 {
+        0.3
+    } else {
+        0.0
+    };
+    for &idx in lines.mesh_failed.iter().take(CITED) {
+        if mesh_weight == 0.0 {
+            break;
         }
+        h.values.entry("detail").or_insert_with(|| {
+            "the group's ranks could not connect to each other (GLOO_SOCKET_IFNAME unset: the hostname's address)".to_string()
+        });
+        h.support(
+            Source::Torch,
+            mesh_weight,
+            Some(idx),
+            "the Gloo process group could not connect its ranks to each other",
+        );
     }
     (!h.support.is_empty()).then_some(h)
 }
