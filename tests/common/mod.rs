@@ -48,6 +48,15 @@ pub fn verdict_of(files: &[(&str, &str)]) -> serde_json::Value {
     report_of(files)["verdict"].clone()
 }
 
+/// The kinds a verdict names: its cause, then its alternatives.
+pub fn cause_kinds(verdict: &serde_json::Value) -> Vec<&str> {
+    let alternatives = verdict["alternatives"].as_array().into_iter().flatten();
+    std::iter::once(&verdict["cause"])
+        .chain(alternatives)
+        .filter_map(|c| c["kind"].as_str())
+        .collect()
+}
+
 /// Writes `text` to `root/rel`, making its folders: a job folder in a test.
 pub fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
