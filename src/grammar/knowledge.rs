@@ -22,6 +22,8 @@ struct KnowledgeFile {
     #[serde(default)]
     explains: Vec<ExplainsSpec>,
     gpu_error: Vec<GpuErrorSpec>,
+    #[serde(default)]
+    gpu_health: Vec<GpuHealth>,
     ibv_wc_status: Vec<CodeSpec>,
     nccl_result: Vec<CodeSpec>,
     #[serde(default)]
@@ -186,6 +188,20 @@ struct GpuErrorSpec {
     variant: Option<String>,
 }
 
+/// What an `nvidia-smi` field showing a fault means (`[[gpu_health]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuHealth {
+    /// The finding's name, as the `nvidia-smi` parser gives it.
+    pub finding: String,
+    /// How strongly it alone points at the GPU as the job's cause.
+    pub weight: f64,
+    pub meaning: String,
+    /// The cause text variant it is told in (`nvswitch`).
+    #[serde(default)]
+    pub variant: Option<String>,
+}
+
 /// A CUDA error text that means a GPU-side fault.
 #[derive(Debug, Clone)]
 pub struct GpuError {
@@ -253,6 +269,7 @@ pub struct Knowledge {
     pub lint_ignore_prefixes: Vec<String>,
     /// CUDA error texts that mean a GPU-side fault, with their weight.
     gpu_errors: Vec<GpuError>,
+    gpu_health: Vec<GpuHealth>,
     ibv_wc_status: BTreeMap<i64, CodeText>,
     nccl_result: BTreeMap<i64, CodeText>,
     /// What NIC and IB counters mean (`grammars/counters.toml`).
@@ -386,6 +403,7 @@ impl Knowledge {
                     variant: g.variant,
                 })
                 .collect(),
+            gpu_health: raw.gpu_health,
             ibv_wc_status: table(raw.ibv_wc_status),
             nccl_result: table(raw.nccl_result),
             counters: CounterKnowledge::default(),
@@ -439,6 +457,11 @@ impl Knowledge {
             .iter()
             .filter(|g| lower.contains(&g.text))
             .max_by(|a, b| a.weight.total_cmp(&b.weight))
+    }
+
+    /// What an `nvidia-smi` finding means, if the knowledge base knows it.
+    pub fn gpu_health(&self, finding: &str) -> Option<&GpuHealth> {
+        self.gpu_health.iter().find(|g| g.finding == finding)
     }
 
     pub fn wc_status(&self, code: i64) -> Option<&CodeText> {

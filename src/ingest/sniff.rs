@@ -52,6 +52,8 @@ pub enum TableKind {
     Mlxlink,
     /// mlnx-tools `ibdev2netdev` (`mlx5_0 port 1 ==> ib0 (Up)`).
     Ibdev2netdev,
+    /// `nvidia-smi`, its table or `-q`.
+    NvidiaSmi,
     /// PyTorch Flight Recorder dump (pickle, the default).
     FlightRecorderPickle,
     /// Flight Recorder dump in its JSON form.
@@ -60,7 +62,7 @@ pub enum TableKind {
 
 impl TableKind {
     /// The text tables (every kind but the Flight Recorder dumps).
-    pub const TEXT: [TableKind; 10] = [
+    pub const TEXT: [TableKind; 11] = [
         TableKind::SysfsCounters,
         TableKind::Perfquery,
         TableKind::EthtoolStats,
@@ -71,6 +73,7 @@ impl TableKind {
         TableKind::ShowGids,
         TableKind::Mlxlink,
         TableKind::Ibdev2netdev,
+        TableKind::NvidiaSmi,
     ];
 }
 

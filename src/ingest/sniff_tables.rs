@@ -176,6 +176,7 @@ fn with_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
         TableKind::EthtoolStats,
         TableKind::SysfsCounters,
         TableKind::RdmaStatistic,
+        TableKind::NvidiaSmi,
     ];
     KINDS.iter().copied().find(|&kind| {
         let header = lines
@@ -267,6 +268,9 @@ fn is_header(kind: TableKind, line: &str) -> bool {
             t.starts_with("Port ") && t.ends_with(" counters:") && t.len() < 40
         }
         TableKind::RdmaStatistic => is_rdma_stat_line(t),
+        TableKind::NvidiaSmi => {
+            t.contains("==NVSMI LOG==") || t.starts_with("| NVIDIA-SMI ") && t.ends_with('|')
+        }
         _ => false,
     }
 }
@@ -298,6 +302,14 @@ fn fits(kind: TableKind, line: &str) -> bool {
         TableKind::EthtoolStats => is_indented_stat(line) || is_name_value(t),
         TableKind::SysfsCounters => is_sysfs_path_line(t) || is_name_value(t),
         TableKind::RdmaStatistic => is_rdma_stat_line(t) || is_rdma_pair(line),
+        // The table's rows and rules, or `-q`'s `key : value` lines and
+        // section titles.
+        TableKind::NvidiaSmi => {
+            t.starts_with(['|', '+'])
+                || t.contains(" : ")
+                || !t.contains(':') && t.split_whitespace().count() <= 6
+                || t.starts_with("GPU ")
+        }
         _ => false,
     }
 }

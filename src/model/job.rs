@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::kernel::KernelMap;
 use super::{
-    CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, PortSnapshot,
-    RawTime,
+    CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, GpuSnapshot,
+    PortSnapshot, RawTime,
 };
 
 /// Index into `Job::events`.
@@ -232,6 +232,8 @@ pub struct Job {
     pub gids: Vec<GidEntry>,
     /// Flight Recorder dumps, one per rank.
     pub flight: Vec<FlightDump>,
+    /// GPUs as `nvidia-smi` showed them.
+    pub gpus: Vec<GpuSnapshot>,
     /// Kernel logs: device names per host, and each kernel event's place.
     pub kernel: KernelMap,
     /// Each event's kind, in event order (see [`Job::index_kinds`]).

@@ -24,6 +24,7 @@ pub use job::{
 pub use sym::Sym;
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
-    FlightPgStatus, GidEntry, Phase, PortSnapshot, SourceLine, SysRecord, SysTables,
+    FlightPgStatus, GidEntry, GpuFinding, GpuSnapshot, Phase, PortSnapshot, SourceLine, SysRecord,
+    SysTables,
 };
 pub use time::RawTime;

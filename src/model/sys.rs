@@ -254,6 +254,32 @@ pub struct FlightDump {
     pub origin: Option<Origin>,
 }
 
+/// One GPU as `nvidia-smi` (its table or `-q`) showed it, with what the
+/// tool's own fields say is wrong with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GpuSnapshot {
+    pub host: Option<String>,
+    /// The GPU's PCI address, normalised (`0000:07:00.0`).
+    pub pci: Option<String>,
+    /// The table's GPU number (`-q` prints none).
+    pub index: Option<u32>,
+    pub product: Option<String>,
+    pub findings: Vec<GpuFinding>,
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+}
+
+/// One field of a GPU snapshot that shows a fault.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuFinding {
+    /// The `[[gpu_health]]` entry of knowledge.toml it is (`remap_failure`, …).
+    pub finding: &'static str,
+    /// The value as printed (`Yes`, `4`, `ERR!`).
+    pub value: String,
+    #[serde(skip)]
+    pub line: SourceLine,
+}
+
 /// A non-line fact from a table file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SysRecord {
@@ -263,6 +289,7 @@ pub enum SysRecord {
     Port(Box<PortSnapshot>),
     Gid(Box<GidEntry>),
     Flight(Box<FlightDump>),
+    Gpu(Box<GpuSnapshot>),
 }
 
 /// The table records of a whole job, by kind, as parsed files are merged.
@@ -272,6 +299,7 @@ pub struct SysTables {
     pub ports: Vec<PortSnapshot>,
     pub gids: Vec<GidEntry>,
     pub flight: Vec<FlightDump>,
+    pub gpus: Vec<GpuSnapshot>,
 }
 
 impl SysTables {
@@ -281,6 +309,7 @@ impl SysTables {
             SysRecord::Port(p) => self.ports.push(*p),
             SysRecord::Gid(g) => self.gids.push(*g),
             SysRecord::Flight(f) => self.flight.push(*f),
+            SysRecord::Gpu(g) => self.gpus.push(*g),
         }
     }
 
@@ -289,6 +318,7 @@ impl SysTables {
             && self.ports.is_empty()
             && self.gids.is_empty()
             && self.flight.is_empty()
+            && self.gpus.is_empty()
     }
 }
 
@@ -300,6 +330,12 @@ impl SysRecord {
             SysRecord::Port(p) => set_file(&mut p.origin, id),
             SysRecord::Gid(g) => set_file(&mut g.origin, id),
             SysRecord::Flight(f) => set_file(&mut f.origin, id),
+            SysRecord::Gpu(g) => {
+                set_file(&mut g.origin, id);
+                for f in &mut g.findings {
+                    f.line.origin.file = id;
+                }
+            }
         }
         self
     }

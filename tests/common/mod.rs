@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod two_hosts;
+
 use std::path::Path;
 use std::sync::OnceLock;
 

@@ -56,13 +56,13 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 
 /// The job's GPUs: bus id → host → the ranks on it (looked up per kernel
 /// line, so keyed for lookups rather than scans).
-struct JobGpus {
+pub(super) struct JobGpus {
     by_bus: BTreeMap<String, BTreeMap<Option<String>, BTreeSet<u32>>>,
     hosts: BTreeSet<Option<String>>,
 }
 
 impl JobGpus {
-    fn of(ctx: &Ctx<'_>) -> JobGpus {
+    pub(super) fn of(ctx: &Ctx<'_>) -> JobGpus {
         let mut gpus = JobGpus {
             by_bus: BTreeMap::new(),
             hosts: BTreeSet::new(),
@@ -82,7 +82,7 @@ impl JobGpus {
     }
 
     /// Ranks on GPU `pci` of `host` (of any host when the line has none).
-    fn ranks(&self, host: &Option<String>, pci: &str) -> BTreeSet<u32> {
+    pub(super) fn ranks(&self, host: &Option<String>, pci: &str) -> BTreeSet<u32> {
         let Some(hosts) = self.by_bus.get(pci) else {
             return BTreeSet::new();
         };
@@ -97,6 +97,19 @@ impl JobGpus {
         match host {
             Some(_) => self.hosts.contains(host),
             None => !self.hosts.is_empty(),
+        }
+    }
+
+    /// How much a fault of a GPU on `host` that `ranks` use counts: a GPU no
+    /// rank uses, where the job's GPUs on that host are known, is likely
+    /// another job's.
+    pub(super) fn ownership(&self, host: &Option<String>, ranks: &BTreeSet<u32>) -> f64 {
+        if !ranks.is_empty() {
+            1.0
+        } else if self.known_on(host) {
+            0.35
+        } else {
+            0.8
         }
     }
 }

@@ -15,6 +15,7 @@ mod fabric;
 mod framework;
 mod gloo;
 mod gpu;
+mod gpu_health;
 mod horovod;
 mod kernel;
 mod main_process;
@@ -55,7 +56,12 @@ pub fn hypotheses(
 ) -> (Vec<Hypothesis>, FabricReview) {
     let families: [RuleFamily<'_>; 8] = [
         &|| process::hypotheses(ctx),
-        &|| gpu::hypotheses(ctx),
+        &|| {
+            gpu::hypotheses(ctx)
+                .into_iter()
+                .chain(gpu_health::hypotheses(ctx))
+                .collect()
+        },
         &|| network::hypotheses(ctx, hang),
         &|| setup::hypotheses(ctx, hang),
         &|| {

@@ -29,6 +29,8 @@ fn real_captures_are_recognised() {
         (data!("mlxlink-bf3-m-c.txt"), Mlxlink),
         (data!("mlxlink-c-ansi.txt"), Mlxlink),
         (data!("mlxlink-hdr2x-banners.txt"), Mlxlink),
+        (data!("nvidia-smi-v100-470-err.txt"), NvidiaSmi),
+        (data!("nvidia-smi-q-a100-535-remap.txt"), NvidiaSmi),
     ];
     for (text, want) in cases {
         assert_eq!(kind(text), Some(*want), "{}", &text[..text.len().min(80)]);

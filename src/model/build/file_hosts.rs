@@ -20,13 +20,16 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::short_host;
 use crate::model::counter_store::CounterStore;
-use crate::model::{EventKind, FileId, FileInfo, GidEntry, Job, Origin, PortSnapshot, Sym};
+use crate::model::{
+    EventKind, FileId, FileInfo, GidEntry, GpuSnapshot, Job, Origin, PortSnapshot, Sym,
+};
 
 /// The files of counter, port or GID rows that no folder places on a host.
 pub(super) fn unplaced(
     files: &[FileInfo],
     ports: &[PortSnapshot],
     gids: &[GidEntry],
+    gpus: &[GpuSnapshot],
     counters: &CounterStore,
 ) -> Vec<FileId> {
     // Folder layouts place every file: look at no row (millions at scale).
@@ -40,9 +43,11 @@ pub(super) fn unplaced(
     }
     let snapshots = ports.iter().filter_map(|p| p.origin).map(|o| o.file);
     let gid_rows = gids.iter().filter_map(|g| g.origin).map(|o| o.file);
+    let gpu_rows = gpus.iter().filter_map(|g| g.origin).map(|o| o.file);
     let readings = counters.readings.iter().map(|r| r.file);
     let mut with_rows: Vec<FileId> = snapshots
         .chain(gid_rows)
+        .chain(gpu_rows)
         .chain(readings)
         .filter(|id| hostless.contains(id))
         .collect();
@@ -72,7 +77,12 @@ pub(super) fn adopt(
         return;
     }
     let is_job_host = |h: &str| known.contains(short_host(h));
-    place_rows(&named, is_job_host, ports, &mut job.gids, counters);
+    let rows = Rows {
+        ports,
+        gids: &mut job.gids,
+        gpus: &mut job.gpus,
+    };
+    place_rows(&named, is_job_host, rows, counters);
 }
 
 /// Puts the rows of each file of `named` on its host, where the row's own
@@ -80,8 +90,7 @@ pub(super) fn adopt(
 fn place_rows(
     named: &FxHashMap<FileId, Sym>,
     is_job_host: impl Fn(&str) -> bool,
-    ports: &mut [PortSnapshot],
-    gids: &mut [GidEntry],
+    rows: Rows<'_>,
     counters: &mut CounterStore,
 ) {
     counters.place_on_hosts(named, &is_job_host);
@@ -90,14 +99,35 @@ fn place_rows(
         let settled = own.as_deref().is_some_and(&is_job_host);
         (!settled).then(|| host.as_str().to_string())
     };
-    for p in ports.iter_mut() {
-        if let Some(h) = host_for(p.origin, &p.host) {
-            p.host = Some(h);
+    let place = |origin: Option<Origin>, host: &mut Option<String>| {
+        if let Some(h) = host_for(origin, host) {
+            *host = Some(h);
         }
-    }
-    for g in gids.iter_mut() {
-        if let Some(h) = host_for(g.origin, &g.host) {
-            g.host = Some(h);
+    };
+    rows.ports
+        .iter_mut()
+        .for_each(|p| place(p.origin, &mut p.host));
+    rows.gids
+        .iter_mut()
+        .for_each(|g| place(g.origin, &mut g.host));
+    rows.gpus
+        .iter_mut()
+        .for_each(|g| place(g.origin, &mut g.host));
+}
+
+/// The snapshot rows whose files may be placed on a host.
+struct Rows<'a> {
+    ports: &'a mut [PortSnapshot],
+    gids: &'a mut [GidEntry],
+    gpus: &'a mut [GpuSnapshot],
+}
+
+impl<'a> Rows<'a> {
+    fn of_job(job: &'a mut Job) -> Rows<'a> {
+        Rows {
+            ports: &mut job.ports,
+            gids: &mut job.gids,
+            gpus: &mut job.gpus,
         }
     }
 }
@@ -130,7 +160,7 @@ pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) 
     }
     place_files(job, &named);
     // A row with any host of its own (a prompt in the capture) keeps it.
-    place_rows(&named, |_| true, &mut job.ports, &mut job.gids, counters);
+    place_rows(&named, |_| true, Rows::of_job(job), counters);
 }
 
 /// Folders named after a host with a word joined to it (`sys-dgx017/`,
@@ -183,7 +213,7 @@ pub(super) fn adopt_prefixed_folders(job: &mut Job, counters: &mut CounterStore)
     }
     place_files(job, &named);
     let is_job_host = |h: &str| !renamed.contains_key(h);
-    place_rows(&named, is_job_host, &mut job.ports, &mut job.gids, counters);
+    place_rows(&named, is_job_host, Rows::of_job(job), counters);
 }
 
 /// The hosts the launcher names (`srun: error: node07: tasks 8-15: …`,

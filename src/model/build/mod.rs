@@ -44,6 +44,7 @@ pub fn build(
     job.ports = tables.ports;
     job.gids = tables.gids;
     job.flight = tables.flight;
+    job.gpus = tables.gpus;
     flight::synthesize(&mut job);
     file_hosts::adopt_logs(&mut job);
     job.index_kinds();
@@ -52,7 +53,7 @@ pub fn build(
     file_hosts::adopt_prefixed_folders(&mut job, &mut store);
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
-    let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &store);
+    let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &job.gpus, &store);
     let ((counted, distinct), inits) = if unplaced.is_empty() {
         // The counters and the distinct links need nothing the ranks are
         // resolved from: all are built at once (the first two each about a

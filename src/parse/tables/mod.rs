@@ -12,6 +12,7 @@ mod ibstat;
 mod ibstatus;
 mod ibv_devinfo;
 mod mlxlink;
+mod nvidia_smi;
 mod perfquery;
 mod rdma_stat;
 mod sections;
@@ -77,6 +78,7 @@ fn parse_kind(kind: TableKind, ctx: &TableCtx, lines: &[common::Line<'_>]) -> Ta
         TableKind::ShowGids => show_gids::parse,
         TableKind::Mlxlink => mlxlink::parse,
         TableKind::Ibdev2netdev => ibdev2netdev::parse,
+        TableKind::NvidiaSmi => nvidia_smi::parse,
         TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
             return TableParse::default();
         }
@@ -150,6 +152,8 @@ mod junk_tests {
         include_str!("../../../tests/data/tables/ibv_devinfo-nccl426-bond.txt"),
         include_str!("../../../tests/data/tables/show_gids-cx4lx-4port.txt"),
         include_str!("../../../tests/data/tables/mlxlink-c-ansi.txt"),
+        include_str!("../../../tests/data/tables/nvidia-smi-v100-470-err.txt"),
+        include_str!("../../../tests/data/tables/nvidia-smi-q-a100-535-remap.txt"),
         "[{\"ifname\":\"mlx5_0\",\"port\":1,\"x\":-5}]",
         "link mlx5_0/1 a -99999999999999 b\n  c\nlink /\nlink x/y z 1",
         "0000:3b:00.1 mlx5_1 (MT4123 - NA) fw 20.31.1014 port 1 (ACTIVE) ==> ib1 (Up)\nmlx5_0 port 1 ==> ib0 (Down)\n",

@@ -204,16 +204,8 @@ pub(super) fn gpu_message_heads(ctx: &Ctx<'_>, found: &mut Found) {
     }
 }
 
-/// A GPU no rank of the job uses (when the job's GPUs on that host are
-/// known) is likely another job's.
 fn ownership(gpus: &JobGpus, place: &KernelPlace) -> f64 {
-    if !place.ranks.is_empty() {
-        1.0
-    } else if gpus.known_on(&place.host) {
-        0.35
-    } else {
-        0.8
-    }
+    gpus.ownership(&place.host, &place.ranks)
 }
 
 // ---------------------------------------------------------------- PCIe AER
