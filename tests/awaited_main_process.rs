@@ -1,5 +1,6 @@
 //! Ranks that gave up waiting for the main process: the store wait for the
-//! NCCL unique id rank 0 publishes, and the barrier of `main_process_first`.
+//! NCCL unique id rank 0 publishes (or for a key a timed-out wait does not
+//! name), and the barrier of `main_process_first`.
 
 mod common;
 
@@ -93,6 +94,35 @@ fn rank_0_that_failed_or_arrived_itself_is_not_called_stalled() {
     }
     let v = verdict(&[("train.log", &log)]);
     assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+}
+
+/// axolotl#2684's shape (torch 2.3+): rank 1's read from the store at
+/// localhost:29500 timed out after the 30-minute timeout while the main
+/// process was still tokenizing; the wait names no key, so rank 0 is a
+/// weaker claim than the unique-id wait's — and none where rank 0 itself
+/// waited or failed.
+#[test]
+fn a_timed_out_store_wait_names_rank_0_as_stalled_torch_2_3() {
+    let wait = |rank: u32| format!("[rank{rank}]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms\n");
+    let log = format!(
+        "Tokenizing Prompts (num_proc=64):  92%|█████████▏| 328986/359152 [29:58<12:05, 41.59 examples/s]{}[rank1]: Traceback (most recent call last):\n",
+        wait(1)
+    );
+    let v = verdict(&[("train.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    let confidence = v["cause"]["confidence"].as_f64().unwrap();
+    assert!(confidence < 0.6, "{confidence}");
+    // Rank 0's own failure explains the wait instead.
+    let log = format!(
+        "{}{}[rank0]: Traceback (most recent call last):\n[rank0]: ValueError: tokenizer has no pad token\n",
+        wait(1),
+        wait(2)
+    );
+    let v = verdict(&[("train.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
 }
 
 /// ace#851's shape: an unprefixed `Saving latest checkpoint` line at

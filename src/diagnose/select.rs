@@ -357,6 +357,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::WorkerFailed
                     | EventKind::TaskExited
                     | EventKind::UniqueIdWait
+                    | EventKind::StoreWait
                     | EventKind::BarrierReport
                     | EventKind::HorovodStall
                     | EventKind::TopologyFileError

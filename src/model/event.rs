@@ -198,6 +198,9 @@ event_kinds! {
     /// A rank gave up waiting in the key-value store for the NCCL unique id
     /// its group's rank 0 publishes when it creates the communicator.
     UniqueIdWait => "unique_id_wait",
+    /// A rank's wait for a key in the c10d store timed out: the rank that
+    /// was to set it had not arrived.
+    StoreWait => "store_wait",
     // launchers and process death
     WorkerFailed => "worker_failed",
     ClosingSignal => "closing_signal",

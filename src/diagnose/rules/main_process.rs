@@ -14,7 +14,8 @@ use super::application::on_the_ranks;
 
 /// Ranks that gave up waiting for the main process: in the store, for the
 /// NCCL unique id the group's rank 0 publishes once it creates the
-/// communicator, or at the barrier of a helper that lets the main process
+/// communicator or for a key a timed-out wait does not name (weaker: the
+/// main process sets torch's own, another rank may set others), or at the barrier of a helper that lets the main process
 /// work first (`main_process_first`: dataset preprocessing, tokenization).
 /// Rank 0 was busy elsewhere; where its side of the store went away instead
 /// of timing out, it more likely died. A death of rank 0 of its own is the
@@ -26,7 +27,10 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .iter()
         .enumerate()
         .filter(|(_, e)| {
-            matches!(e.kind, EventKind::UniqueIdWait | EventKind::MainProcessWait)
+            matches!(
+                e.kind,
+                EventKind::UniqueIdWait | EventKind::MainProcessWait | EventKind::StoreWait
+            )
                 // A subgroup's rank 0 is some other global rank.
                 && e.int("root").is_none_or(|root| root == 0)
                 && e.who.rank != Some(0)
@@ -58,6 +62,12 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     });
     for &(idx, ev) in waits.iter().take(4) {
         let (weight, why) = match (ev.kind, store_lost) {
+            // The key is not named: the main process sets those of torch's
+            // set-up and barriers, but another rank may be the one awaited.
+            (EventKind::StoreWait, _) => (
+                0.4,
+                "a rank's wait for a key in the c10d store timed out: the rank that was to set it, in torch's set-up and barriers the main process (rank 0), had not arrived".to_string(),
+            ),
             (EventKind::MainProcessWait, _) => (
                 0.5,
                 "a rank waited at main_process_first's barrier for the main process (rank 0) to finish its work alone".to_string(),
@@ -90,13 +100,13 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         "reason",
         "the others' wait for it broke off: its store went away",
     );
-    let at_barrier = waits
-        .iter()
-        .all(|(_, e)| e.kind == EventKind::MainProcessWait);
+    let all_are = |kind: EventKind| waits.iter().all(|(_, e)| e.kind == kind);
     h.value(
         "op",
-        if at_barrier {
+        if all_are(EventKind::MainProcessWait) {
             "the barrier of main_process_first"
+        } else if all_are(EventKind::StoreWait) {
+            "a wait in the c10d store"
         } else {
             "the NCCL communicator set-up"
         },
