@@ -103,7 +103,11 @@ fn rank_0_that_failed_or_arrived_itself_is_not_called_stalled() {
 /// waited or failed.
 #[test]
 fn a_timed_out_store_wait_names_rank_0_as_stalled_torch_2_3() {
-    let wait = |rank: u32| format!("[rank{rank}]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms\n");
+    let wait = |rank: u32| {
+        format!(
+            "[rank{rank}]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms\n"
+        )
+    };
     let log = format!(
         "Tokenizing Prompts (num_proc=64):  92%|█████████▏| 328986/359152 [29:58<12:05, 41.59 examples/s]{}[rank1]: Traceback (most recent call last):\n",
         wait(1)

@@ -1,5 +1,6 @@
 //! The AWS EFA plugin (aws-ofi-nccl) failing to reach its peers: a lead to
-//! the instances' security group, told in EFA's own terms.
+//! the instances' security group, told in EFA's own terms; or finding a
+//! peer's queue pair gone, which is the peer's crash.
 
 mod common;
 
@@ -57,4 +58,36 @@ fn a_local_address_the_plugin_cannot_add_is_no_security_group_lead_ofi_v1_16() {
     let log = "ip-10-1-2-3:812:1034 [0] nccl_net_ofi_rdma_endpoint:4860 NCCL WARN NET/OFI Unable to insert local address into address vector for device 0. RC: Invalid argument\n";
     let v = &common::report_of(&[("nccl.log", log)])["verdict"];
     assert_ne!(v["cause"]["kind"], "firewall", "{v:#}");
+}
+
+/// awsome-distributed-training#312's shape (plugin v1.7 wording, mpirun's
+/// tags): a send finds no queue pair at the peer, which libfabric says is
+/// typically a crashed peer (there, a container's OOM kill): the process on
+/// the peer's instance died, named by the instance id where no line of the
+/// job ties it to a host, and by the host whose own lines print that id
+/// where one does. Not a security-group lead.
+#[test]
+fn a_request_finding_no_queue_pair_at_the_peer_is_its_crash_ofi_v1_7() {
+    let gone = |tag: &str, host: &str, me: &str, peer: &str| {
+        format!(
+            "[1,{tag}]<stdout>:{host}:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f08c0001d30 completed with error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: fi_addr_efa://[fe80::30:43ff:fe60:456b]:0:657145598 My host id: {me} Peer EFA addr: fi_addr_efa://[fe80::ed:61ff:fe1d:a3b3]:0:229342137 Peer host id: {peer}. Completed length: 0, Request: {{ dev: 2, size: 0, state: CREATED, type: SEND_CTRL }}\n"
+        )
+    };
+    let (w0, w1) = ("i-00ee91ea93e985ee0", "i-08d8a345a75ab52a0");
+    let log = gone("2", "test-nccl-worker-0", w0, w1);
+    let v = &common::report_of(&[("test-nccl-worker-0.log", &log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], w1, "{v:#}");
+    assert!(!common::cause_kinds(v).contains(&"firewall"), "{v:#}");
+
+    // worker-1's own line names its instance; worker-0 waited on worker-1.
+    let unreachable = format!(
+        "[1,9]<stdout>:test-nccl-worker-1:35:89 [1] process_err_completion:1562 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed with error. RC: 5. Error: Unresponsive receiver My EFA addr: fi_addr_efa://[fe80::ed:61ff:fe1d:a3b3]:0:229342137 My host id: {w1} Peer EFA addr: fi_addr_efa://[fe80::30:43ff:fe60:456b]:0:657145598 Peer host id: {w0}. Completed length: 0\n"
+    );
+    let v = &common::report_of(&[
+        ("test-nccl-worker-0.log", &log),
+        ("test-nccl-worker-1.log", &unreachable),
+    ])["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "test-nccl-worker-1", "{v:#}");
 }

@@ -43,6 +43,15 @@ struct KnowledgeFile {
     signal_hints: BTreeMap<String, String>,
     #[serde(default)]
     store: StoreSpec,
+    #[serde(default)]
+    efa: EfaSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EfaSpec {
+    #[serde(default)]
+    peer_gone: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -286,6 +295,8 @@ pub struct Knowledge {
     signal_hints: BTreeMap<String, String>,
     /// Store errors (lower case) that mean the store's server went away.
     store_connection_lost: Vec<String>,
+    /// EFA completion errors (lower case) that mean the peer's process is gone.
+    efa_peer_gone: Vec<String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
     /// What members of a communicator agree on, per NCCL op.
@@ -385,6 +396,12 @@ impl Knowledge {
                 .iter()
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
+            efa_peer_gone: raw
+                .efa
+                .peer_gone
+                .iter()
+                .map(|m| m.to_ascii_lowercase())
+                .collect(),
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             nccl_calls: raw.nccl_calls,
             causes,
@@ -427,6 +444,13 @@ impl Knowledge {
         self.store_connection_lost
             .iter()
             .any(|m| error.contains(m.as_str()))
+    }
+
+    /// Whether an EFA request's error says the peer's process is gone
+    /// (its queue pair no longer exists) rather than unreachable.
+    pub fn efa_peer_gone(&self, text: &str) -> bool {
+        let text = text.to_ascii_lowercase();
+        self.efa_peer_gone.iter().any(|m| text.contains(m.as_str()))
     }
 
     /// Whether every rank passes the same input size to `op` (an all-reduce

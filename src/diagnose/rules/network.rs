@@ -40,7 +40,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(completion_errors(ctx, hang));
     out.extend(async_events(ctx));
     out.extend(vanished_peers(ctx));
-    out.extend(super::efa::unreachable_peers(ctx));
+    out.extend(super::efa::hypotheses(ctx));
     out
 }
 
