@@ -99,3 +99,24 @@ fn a_failed_mesh_alone_across_hosts_is_only_a_lead_torch_2_5() {
     );
     assert!(lead["confidence"].as_f64().unwrap() < 0.35, "{lead:#}");
 }
+
+/// pytorch#135355's shape (torchrun on two hosts): each side's Gloo finds
+/// its peer's address of the other family (IPv4 = 2, IPv6 = 10); neither
+/// host is singled out.
+#[test]
+fn ranks_whose_gloo_addresses_differ_in_family_are_the_interface() {
+    let enforce = |rank: u32, a: u32, b: u32| {
+        format!(
+            "[rank{rank}]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:276] ss1.ss_family == ss2.ss_family. {a} vs {b}\n"
+        )
+    };
+    let v = common::verdict_of(&[
+        ("node1/rank0.log", &enforce(0, 2, 10)),
+        ("node2/rank1.log", &enforce(1, 10, 2)),
+    ]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["cause"]["host"], serde_json::Value::Null, "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("IPv6"), "{summary}");
+    assert!(!common::cause_kinds(&v).contains(&"process_crash"), "{v:#}");
+}

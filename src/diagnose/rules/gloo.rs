@@ -7,7 +7,8 @@
 //! one host nothing goes wrong, across hosts the peers are told to dial
 //! 127.x and the group never connects. The warning alone is therefore only
 //! a lead, and only where the job spans hosts; with a failed connect it is
-//! the cause.
+//! the cause. Ranks whose addresses are of different families (one host's
+//! name resolving to IPv6, another's to IPv4) cannot connect either.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, EventIdx, EventKind};
@@ -23,6 +24,7 @@ struct GlooLines {
     no_address: Vec<EventIdx>,
     to_loopback: Vec<EventIdx>,
     mesh_failed: Vec<EventIdx>,
+    family_mismatch: Vec<EventIdx>,
 }
 
 pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
@@ -42,6 +44,16 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             format!(
                 "Gloo was told to use `{iface}` (GLOO_SOCKET_IFNAME), which holds no address on this host"
             ),
+        );
+    }
+    // Both sides of the pair report it, mirrored: no host is singled out.
+    for &idx in lines.family_mismatch.iter().take(CITED) {
+        cite(
+            &mut h,
+            idx,
+            0.65,
+            "one rank's address is IPv4 and its peer's IPv6".into(),
+            "Gloo's addresses of two ranks are of different families (IPv4 and IPv6): their hosts resolve names or interfaces differently".into(),
         );
     }
     let fallback_weight = match (failed, job.hosts.len() > 1) {
@@ -116,6 +128,7 @@ fn gloo_lines(ctx: &Ctx<'_>) -> GlooLines {
             Some("no_address") => &mut out.no_address,
             Some("connect_loopback") => &mut out.to_loopback,
             Some("full_mesh_failed") => &mut out.mesh_failed,
+            Some("family_mismatch") => &mut out.family_mismatch,
             _ => continue,
         };
         list.push(idx);
