@@ -160,3 +160,28 @@ fn an_undecodable_peer_address_points_at_mixed_releases_nccl_2_14() {
         "{why:#?}"
     );
 }
+
+/// Megatron-LM under NCCL 2.17 (nccl#1241's shape) and verl under Ray with
+/// 2.20 (verl#161's): NCCL's init finds two ranks on one GPU, in its WARN
+/// or after torch's `Last error:`. The ranks were set up wrongly.
+#[test]
+fn two_ranks_on_one_gpu_are_a_placement_error_nccl_2_17_and_2_20() {
+    let warn = "gpu-a07:4410:4410 [1] init.cc:795 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000\n";
+    let v = common::verdict_of(&[("gpu-a07/nccl.log", warn)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["cause"]["gpu_bus_id"], "0000:1b:00.0", "{v:#}");
+    assert_eq!(v["cause"]["host"], "gpu-a07", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0, 1]), "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("set_device"), "{remedy}");
+
+    let torch = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5
+ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+Last error:
+Duplicate GPU detected : rank 3 and rank 2 both on CUDA device e2000
+";
+    let v = common::verdict_of(&[("driver.log", torch)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["cause"]["gpu_bus_id"], "0000:e2:00.0", "{v:#}");
+}

@@ -295,7 +295,8 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::BootstrapError
         | EventKind::SocketError
         | EventKind::VerbsCallFailed
-        | EventKind::TopologyFileError => true,
+        | EventKind::TopologyFileError
+        | EventKind::DuplicateGpu => true,
         EventKind::StoreConnect => e.text_field("what") == Some("timeout"),
         EventKind::ProxyError => e.text_field("op") == Some("Connect"),
         EventKind::NcclErrorChain => e
@@ -361,6 +362,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::BarrierReport
                     | EventKind::HorovodStall
                     | EventKind::TopologyFileError
+                    | EventKind::DuplicateGpu
             )
         })
         // Gloo's loopback fallback is only a warning, a store connect that

@@ -139,6 +139,8 @@ event_kinds! {
     /// A topology or graph XML file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, a
     /// network plugin's) that does not describe the machine (`what`).
     TopologyFileError => "topology_file_error",
+    /// Two ranks of one communicator on the same GPU (NCCL's init check).
+    DuplicateGpu => "duplicate_gpu",
     /// NVLS multicast memory the NVSwitches would not bind or allocate.
     NvlsFailure => "nvls_failure",
     ProxyError => "proxy_error",

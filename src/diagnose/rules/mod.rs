@@ -10,6 +10,7 @@ mod bundled;
 mod calls;
 mod common_peer;
 mod config;
+mod duplicate_gpu;
 mod efa;
 mod fabric;
 mod framework;
@@ -68,6 +69,7 @@ pub fn hypotheses(
             config::config_mismatch(ctx)
                 .into_iter()
                 .chain(topology_file::topology_file(ctx))
+                .chain(duplicate_gpu::shared_gpu(ctx))
                 .collect()
         },
         &|| application::hypotheses(ctx, hang),
