@@ -370,3 +370,29 @@ fn a_gpu_the_driver_says_must_be_reset_is_a_gpu_fault_driver_570() {
     ]);
     assert_eq!(doc["verdict"]["status"], "crash", "{:#}", doc["verdict"]);
 }
+
+/// The IOMMU refusing rank 5's GPU's DMA (AMD-Vi, Linux 5.5+ wording): peer
+/// traffic blocked by the host's IOMMU, not a broken GPU; the remedy is the
+/// IOMMU and ACS set-up. Intel's DMAR line (5.15+) names the device by bus
+/// only, and places the same way.
+#[test]
+fn an_iommu_page_fault_on_rank_5s_gpu_is_its_iommu_set_up_linux_5_5_and_5_15() {
+    for line in [
+        "[Fri Nov 29 12:29:40 2024] nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0027 address=0x3ffe8000 flags=0x0020]\n",
+        "[Fri Nov 29 12:29:40 2024] DMAR: [DMA Write NO_PASID] Request device [3b:00.0] fault addr 0x2800000000 [fault reason 0x05] PTE Write access is not set\n",
+    ] {
+        let job = Job::new(&|_| Vec::new(), &all_but(5));
+        job.write("node002/dmesg.txt", line);
+        let v = job.verdict();
+        assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+        assert_eq!(v["cause"]["gpu_bus_id"], "0000:3b:00.0", "{v:#}");
+        assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+        let summary = v["cause"]["summary"].as_str().unwrap();
+        assert!(summary.contains("IOMMU"), "{summary}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(
+            remedy.contains("iommu=pt") && remedy.contains("ACS"),
+            "{remedy}"
+        );
+    }
+}

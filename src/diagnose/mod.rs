@@ -13,6 +13,7 @@ mod nic_use;
 mod ranks;
 mod rules;
 mod select;
+mod stall_explained;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -40,7 +41,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let hang = hang::find(job, &dead, &erroring, &with_logs);
     let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
     let hyps = select::merge(hyps);
-    let mut hyps = select::explain(hyps, &kb.explains);
+    let hyps = select::explain(hyps, &kb.explains);
+    let mut hyps = stall_explained::fold_into_device_faults(hyps);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());

@@ -53,7 +53,8 @@ fn normalize_pci_address(raw: &str) -> Option<String> {
         [b, dev] => ("0", *b, *dev),
         _ => return None,
     };
-    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
+    // Linux 5.14's DMAR lines print each part with `0x`.
+    let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     Some(format!(
         "{:04x}:{:02x}:{:02x}.{:x}",
         hex(domain)? & 0xffff,

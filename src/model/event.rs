@@ -249,6 +249,8 @@ event_kinds! {
     KernelCqeError => "kernel_cqe_error",
     /// PCIe Advanced Error Reporting.
     KernelPcieAer => "kernel_pcie_aer",
+    /// The IOMMU refused a device's DMA (AMD-Vi IO_PAGE_FAULT, Intel DMAR).
+    KernelIommuFault => "kernel_iommu_fault",
     /// NVIDIA `NVRM: Xid (PCI:…): N, …`.
     KernelGpuXid => "kernel_gpu_xid",
     /// A GPU fell off the bus or was lost without an Xid.

@@ -21,6 +21,7 @@ pub fn is_kernel(kind: EventKind) -> bool {
             | KernelNicTxTimeout
             | KernelCqeError
             | KernelPcieAer
+            | KernelIommuFault
             | KernelGpuXid
             | KernelGpuLost
             | KernelOomKill

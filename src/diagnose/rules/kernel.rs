@@ -23,7 +23,7 @@ use super::Ctx;
 mod devices;
 mod links;
 
-use devices::{aer_line, corrected_aer_bursts, gpu_line, gpu_message_heads, hca_line};
+use devices::{aer_line, corrected_aer_bursts, gpu_line, gpu_message_heads, hca_line, iommu_line};
 use links::link_flaps;
 
 /// Link and module lines in the first minutes after boot are the probe.
@@ -46,6 +46,9 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 gpu_line(ctx, &gpus, ev, idx, place, factor, &mut found)
             }
             EventKind::KernelPcieAer => aer_line(ctx, &gpus, ev, idx, place, factor, &mut found),
+            EventKind::KernelIommuFault => {
+                iommu_line(ctx, &gpus, ev, idx, place, factor, &mut found)
+            }
             _ => hca_line(ctx, ev, idx, place, factor, &mut found),
         }
     }
@@ -126,6 +129,10 @@ struct Pending {
     port: Option<u32>,
     /// The strongest line's description.
     detail: Option<(f64, String)>,
+    /// The cause text variant the strongest line of its kind is told in
+    /// (`iommu`), with that line's weight: it holds where that line is the
+    /// strongest of all.
+    variant: Option<(f64, &'static str)>,
     nccl: Vec<(f64, EventIdx, String)>,
     peer_host: Option<String>,
 }
@@ -160,6 +167,22 @@ impl Found {
             p.detail = Some((line.weight, line.detail));
         }
         p.supports.push((line.weight, line.idx, line.why));
+    }
+
+    /// A line told in a variant of its cause's text.
+    fn add_variant(
+        &mut self,
+        kind: CauseKind,
+        place: &KernelPlace,
+        line: Line,
+        variant: &'static str,
+    ) {
+        let weight = line.weight;
+        self.add(kind, place, line);
+        let p = self.entry(kind, place);
+        if weight > 0.0 && p.variant.is_none_or(|(w, _)| weight > w) {
+            p.variant = Some((weight, variant));
+        }
     }
 
     fn finish(self) -> Vec<Hypothesis> {
@@ -204,7 +227,10 @@ fn to_hypothesis(
     }
     h.peer_host = p.peer_host;
     h.ranks = p.ranks;
-    if let Some((_, detail)) = p.detail {
+    if let Some((w, detail)) = p.detail {
+        if let Some((_, variant)) = p.variant.filter(|(vw, _)| *vw >= w) {
+            h.value("variant", variant);
+        }
         h.value("detail", detail);
     }
     for (w, idx, why) in strongest(p.supports, MAX_SUPPORT) {

@@ -52,7 +52,7 @@ fn mark_class(kind: EventKind, level: Level) -> Option<&'static str> {
             "link"
         }
         EventKind::KernelGpuXid | EventKind::KernelGpuLost => "gpu",
-        EventKind::KernelPcieAer => "aer",
+        EventKind::KernelPcieAer | EventKind::KernelIommuFault => "aer",
         EventKind::KernelNicHealth
         | EventKind::KernelNicCmdError
         | EventKind::KernelNicTxTimeout => "hca",

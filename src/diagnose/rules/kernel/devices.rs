@@ -267,6 +267,34 @@ pub(super) fn aer_line(
     );
 }
 
+/// The IOMMU refused a DMA of one of the job's GPUs or NICs: peer-to-peer
+/// and GPUDirect transfers through a translating IOMMU (or ACS sending them
+/// up to the root complex) fault, and NCCL hangs in them. Told as the
+/// host's IOMMU set-up (`iommu` variant), on the device that faulted.
+pub(super) fn iommu_line(
+    ctx: &Ctx<'_>,
+    gpus: &JobGpus,
+    ev: &Event,
+    idx: EventIdx,
+    place: &KernelPlace,
+    factor: f64,
+    found: &mut Found,
+) {
+    let Some(target) = aer_target(gpus, ctx, ev, place) else {
+        return;
+    };
+    let pci = place.pci.as_deref().unwrap_or("?");
+    let detail = format!("the IOMMU refused a DMA of {pci}");
+    let (kind, place) = aer_place(gpus, target, place);
+    let line = Line {
+        weight: 0.5 * factor,
+        idx,
+        why: format!("{detail}: peer-to-peer or GPUDirect traffic is blocked by the IOMMU"),
+        detail,
+    };
+    found.add_variant(kind, &place, line, "iommu");
+}
+
 /// The hypothesis an AER line supports, with the GPU's ranks filled in.
 fn aer_place(gpus: &JobGpus, target: Target, place: &KernelPlace) -> (CauseKind, KernelPlace) {
     let mut place = place.clone();

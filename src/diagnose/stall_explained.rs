@@ -1,0 +1,85 @@
+//! A rank the others waited for, whose own GPU or NIC the logs show faulty:
+//! the fault is why it stalled. The stall (the shape of the logs) and the
+//! fault (a device's own report) are independent sources about one rank,
+//! so the stall's support corroborates the fault instead of competing with
+//! it as a stall "with no fault in the logs".
+
+use crate::model::CauseKind;
+
+use super::hypothesis::Hypothesis;
+
+/// A device fault must be a claim of its own (a verdict by itself) to
+/// explain a stall: a program's fault on a healthy GPU (app-class Xid) is
+/// not.
+const MIN_OWN_CONFIDENCE: f64 = 0.35;
+
+pub fn fold_into_device_faults(mut hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+    let mut i = 0;
+    while i < hyps.len() {
+        let owner = (hyps[i].kind == CauseKind::RankStalled)
+            .then(|| explaining_fault(&hyps, &hyps[i]))
+            .flatten();
+        let Some(owner) = owner else {
+            i += 1;
+            continue;
+        };
+        let stall = hyps.remove(i);
+        let owner = &mut hyps[if owner > i { owner - 1 } else { owner }];
+        for mut s in stall.support {
+            s.why = format!(
+                "the rank this device serves is the one the others waited for: {}",
+                s.why
+            );
+            owner.support.push(s);
+        }
+    }
+    hyps
+}
+
+/// The strongest GPU or NIC fault whose ranks are all among the stall's.
+fn explaining_fault(hyps: &[Hypothesis], stall: &Hypothesis) -> Option<usize> {
+    hyps.iter()
+        .enumerate()
+        .filter(|(_, h)| matches!(h.kind, CauseKind::GpuFault | CauseKind::HcaFault))
+        .filter(|(_, h)| !h.ranks.is_empty() && h.ranks.is_subset(&stall.ranks))
+        .filter(|(_, h)| h.confidence() >= MIN_OWN_CONFIDENCE)
+        .max_by(|(ia, a), (ib, b)| a.confidence().total_cmp(&b.confidence()).then(ib.cmp(ia)))
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::hypothesis::Source;
+
+    fn hyp(kind: CauseKind, ranks: &[u32], weight: f64, source: Source) -> Hypothesis {
+        let mut h = Hypothesis::new(kind);
+        h.ranks = ranks.iter().copied().collect();
+        h.support(source, weight, None, "x");
+        h
+    }
+
+    #[test]
+    fn a_fault_on_the_stalled_ranks_device_takes_the_stall_as_support() {
+        let hyps = vec![
+            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
+            hyp(CauseKind::GpuFault, &[5], 0.5, Source::Kernel),
+        ];
+        let out = fold_into_device_faults(hyps);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].kind, CauseKind::GpuFault);
+        assert_eq!(out[0].confidence(), 0.8);
+    }
+
+    #[test]
+    fn a_weak_fault_or_another_ranks_fault_leaves_the_stall_alone() {
+        let hyps = vec![
+            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
+            hyp(CauseKind::GpuFault, &[5], 0.2, Source::Kernel),
+            hyp(CauseKind::GpuFault, &[4], 0.8, Source::Kernel),
+        ];
+        let out = fold_into_device_faults(hyps);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].kind, CauseKind::RankStalled);
+    }
+}
