@@ -512,3 +512,54 @@ fn the_nccl_the_dated_pytorch_ships_stands_in_for_a_printed_release_torch_2_2() 
     let doc = common::report_of(&[("train.log", &format!("{stamped}{symptom}"))]);
     assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
 }
+
+/// nccl#1185's shape (FSDP over split communicators, the log cut before the
+/// banner): a proxy's UDS socket already bound, which only 2.20.3–2.20.4
+/// print (their socket names repeat a process's pidHash across split
+/// communicators). With no release printed the line dates itself, at 0.8 of
+/// the defect's weight; a release printed outside the range, or another UDS
+/// error, proposes nothing.
+#[test]
+fn a_warning_only_the_affected_releases_print_dates_the_defect() {
+    let bind = |rank: u32, error: &str| {
+        vec![
+            format!(
+                "node3:3{rank}:1058{rank} [{rank}] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-{rank}-e647f8d8e15809a1 failed : {error}"
+            ),
+            format!("node3:3{rank}:1058{rank} [{rank}] NCCL INFO proxy.cc:1697 -> 2"),
+            format!("node3:3{rank}:1058{rank} [{rank}] NCCL INFO init.cc:1210 -> 2"),
+        ]
+    };
+    let in_use = "Address already in use (98)";
+    let doc = analyze(
+        job(&[
+            ("rank2.log", bind(2, in_use)),
+            ("rank7.log", bind(7, in_use)),
+        ])
+        .path(),
+    );
+    let bug = nccl_bug(&doc).expect("UDS bind collision without a release");
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"], "nccl_bug",
+        "{:#}",
+        doc["verdict"]
+    );
+    assert_eq!(
+        doc["verdict"]["status"], "init_failure",
+        "{:#}",
+        doc["verdict"]
+    );
+    let summary = bug["summary"].as_str().unwrap();
+    assert!(summary.contains("uds_name_collision"), "{summary}");
+    assert!(summary.contains("no line names the release"), "{summary}");
+    let confidence = bug["confidence"].as_f64().unwrap();
+    assert!((0.4..0.5).contains(&confidence), "{confidence}");
+
+    let mut lines = init("node3", 32, 2, "2.21.5+cuda12.4");
+    lines.extend(bind(2, in_use));
+    let doc = analyze(job(&[("rank2.log", lines)]).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+
+    let doc = analyze(job(&[("rank2.log", bind(2, "Permission denied (13)"))]).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}

@@ -298,7 +298,8 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::TopologyFileError
         | EventKind::DuplicateGpu => true,
         EventKind::StoreConnect => e.text_field("what") == Some("timeout"),
-        EventKind::ProxyError => e.text_field("op") == Some("Connect"),
+        // Its connections, or its own socket (a UDS bind).
+        EventKind::ProxyError => matches!(e.text_field("op"), Some("Connect" | "Bind")),
         EventKind::NcclErrorChain => e
             .text_field("src")
             .is_some_and(|src| src.starts_with("bootstrap.cc") || src.starts_with("init.cc")),

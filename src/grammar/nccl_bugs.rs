@@ -44,6 +44,10 @@ struct BugSpec {
     #[serde(default)]
     weight: Option<f64>,
     signature: SignatureSpec,
+    /// A line only the affected releases print: where no line prints the
+    /// release, it stands for it.
+    #[serde(default)]
+    dated_by: Option<ConditionSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +88,8 @@ pub struct NcclBug {
     pub remedy: String,
     pub weight: f64,
     pub signature: Signature,
+    /// A symptom line only the affected releases print (`dated_by`).
+    pub dated_by: Option<Condition>,
 }
 
 #[derive(Debug, Clone)]
@@ -179,6 +185,10 @@ fn bug(spec: BugSpec) -> Result<NcclBug, String> {
     if !has_symptom {
         return Err("the signature needs a symptom (an error line, a hang, a failed init or a death), not only the version or settings".into());
     }
+    let dated_by = spec.dated_by.map(condition).transpose()?;
+    if dated_by.as_ref().is_some_and(|c| !c.is_symptom()) {
+        return Err("dated_by must be a symptom line".into());
+    }
     Ok(NcclBug {
         id: spec.id,
         title: spec.title,
@@ -191,6 +201,7 @@ fn bug(spec: BugSpec) -> Result<NcclBug, String> {
         remedy: spec.remedy,
         weight,
         signature,
+        dated_by,
     })
 }
 

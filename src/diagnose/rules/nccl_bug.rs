@@ -39,17 +39,29 @@ struct Cited {
 
 struct Found<'b> {
     bug: &'b NcclBug,
-    version: NcclVersion,
     version_event: Option<EventIdx>,
     cited: Vec<Cited>,
-    /// The version is the one the job's PyTorch ships, not one a line
-    /// printed: (its PyTorch releases, the NCCL releases they ship).
-    shipped_by: Option<(String, String)>,
+    dating: Dating,
+}
+
+/// How the job's release is known to lie in the defect's range.
+enum Dating {
+    /// A line printed it.
+    Printed(NcclVersion),
+    /// The release the job's PyTorch ships: (its PyTorch releases, the
+    /// NCCL releases they ship).
+    Shipped(String, String),
+    /// No line printed it, but the defect's own line (`dated_by`) is one
+    /// only the affected releases print.
+    ByItsLine,
 }
 
 /// A defect matched only through the NCCL the PyTorch release ships counts
 /// for this much of its weight: the job may have loaded another libnccl.
 const SHIPPED_WEIGHT: f64 = 0.75;
+/// And one dated by its own line, for this much: the line is the release's
+/// by the source, but no line of the job confirms the release.
+const SELF_DATED_WEIGHT: f64 = 0.8;
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
     // The embedded list is checked by the unit tests; should it ever fail to
@@ -66,10 +78,14 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         .bugs
         .iter()
         .filter_map(|bug| {
-            let (version, version_event, shipped_by) = match &shipped {
+            let (version_event, dating) = match &shipped {
+                None if versions.is_empty() => {
+                    let cited = check(ctx, hang, bug.dated_by.as_ref()?)?;
+                    (cited.event, Dating::ByItsLine)
+                }
                 None => {
                     let (v, e) = versions.iter().find(|(v, _)| bug.affected.contains(v))?;
-                    (*v, *e, None)
+                    (*e, Dating::Printed(*v))
                 }
                 Some(s) => {
                     if !s.nccl.iter().all(|v| bug.affected.contains(v)) {
@@ -77,17 +93,16 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
                     }
                     let (event, torch) = s.cites.first()?;
                     let releases: Vec<String> = s.nccl.iter().map(|v| v.to_string()).collect();
-                    let by = (torch.clone(), releases.join(" or "));
-                    (*s.nccl.first()?, Some(*event), Some(by))
+                    let by = Dating::Shipped(torch.clone(), releases.join(" or "));
+                    (Some(*event), by)
                 }
             };
             let cited = signature_matches(ctx, hang, bug)?;
             Some(Found {
                 bug,
-                version,
                 version_event,
                 cited,
-                shipped_by,
+                dating,
             })
         })
         .collect();
@@ -326,18 +341,21 @@ fn first_error(job: &Job) -> Option<EventIdx> {
 fn hypothesis(best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     let bug = best.bug;
     let mut h = Hypothesis::new(CauseKind::NcclBug);
-    let scale = if best.shipped_by.is_some() {
-        SHIPPED_WEIGHT
-    } else {
-        1.0
+    let (scale, version) = match &best.dating {
+        Dating::Printed(v) => (1.0, v.to_string()),
+        Dating::Shipped(torch, nccl) => (
+            SHIPPED_WEIGHT,
+            format!("{nccl} (what PyTorch {torch} ships; no line names the release)"),
+        ),
+        Dating::ByItsLine => (
+            SELF_DATED_WEIGHT,
+            format!(
+                "{} (no line names the release; only those releases print this warning)",
+                bug.affected
+            ),
+        ),
     };
     let weight = bug.weight * scale;
-    let version = match &best.shipped_by {
-        Some((torch, nccl)) => {
-            format!("{nccl} (what PyTorch {torch} ships; no line names the release)")
-        }
-        None => best.version.to_string(),
-    };
     let mut detail = format!(
         "{version} ({} [`{}`]; fixed in {}",
         bug.title, bug.id, bug.fixed_in
