@@ -40,6 +40,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "frameworks.toml",
         include_str!("../../grammars/frameworks.toml"),
     ),
+    ("ucx.toml", include_str!("../../grammars/ucx.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]

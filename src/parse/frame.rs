@@ -5,7 +5,7 @@
 //! `2019-06-02T16:13:44.884Z: [1,12]<stdout>:host:815:864 [0] … NCCL WARN msg` or
 //! `[default3]:[rank11]:[E1129 12:34:56.789 ProcessGroupNCCL.cpp:607] msg`.
 //! Launcher prefixes, stamps and kernel log prefixes (`kernel`) are peeled
-//! repeatedly; a writer prefix (NCCL, c10, glog, Python logging) ends the
+//! repeatedly; a writer prefix (NCCL, UCX, c10, glog, Python logging) ends the
 //! peeling, because its message follows.
 
 use crate::ingest::launcher::{self, LauncherStyle, Tag};
@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use crate::model::{Level, RawTime, Sym, Who};
 
-use super::{kernel, nccl, stamps, torch};
+use super::{kernel, nccl, stamps, torch, ucx};
 
 /// A line with its prefixes read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +119,17 @@ fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
         f.who.tid = Some(p.tid);
         f.level = Some(p.level);
         f.nccl = true;
+        return p.len;
+    }
+    if s.first() == Some(&b'[')
+        && let Some(p) = ucx::prefix(s)
+    {
+        f.who.host = Some(lossy(p.host));
+        f.who.pid = Some(p.pid);
+        f.level = p.level.or(f.level);
+        if p.time.is_some() {
+            f.time = p.time;
+        }
         return p.len;
     }
     let torch = torch::c10_prefix(s)

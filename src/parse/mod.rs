@@ -17,6 +17,7 @@ pub mod split;
 pub mod stamps;
 pub mod tables;
 pub mod torch;
+pub mod ucx;
 pub mod unwrap;
 
 pub use keep_last::EARLIER;
