@@ -396,3 +396,41 @@ fn an_iommu_page_fault_on_rank_5s_gpu_is_its_iommu_set_up_linux_5_5_and_5_15() {
         );
     }
 }
+
+/// trtllm#15610's and flashinfer#3869's shape (driver 580): app-class Xids
+/// (13, an out-of-bounds access; 31, an MMU fault at an illegal address) say
+/// the program faulted on a GPU that is fine: the crash of the rank on it,
+/// not a GPU fault. The same fault on several GPUs of a host is the job's
+/// code: one crash of those ranks.
+#[test]
+fn a_programs_fault_on_its_gpu_is_its_crash_not_a_gpu_fault_driver_580() {
+    let job = Job::new(&|_| Vec::new(), &all_but(5));
+    job.write(
+        "node002/dmesg.txt",
+        "[Fri Nov 29 12:29:40 2024] NVRM: Xid (PCI:0000:3b:00): 31, pid=40005, name=python, channel 0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted @ 0x7f3a_12340000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n",
+    );
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+    assert!(
+        !common::cause_kinds(&v).contains(&"gpu_fault")
+            || v["alternatives"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["kind"] != "gpu_fault" || a["confidence"].as_f64().unwrap() < 0.35)
+    );
+
+    let everyone: Vec<u32> = (0..8).collect();
+    let job = Job::new(&|_| Vec::new(), &everyone);
+    let storm: String = ["18", "3b", "86"]
+        .iter()
+        .map(|bus| format!("[Fri Nov 29 12:29:40 2024] NVRM: Xid (PCI:0000:{bus}:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 1, SM 1): Out Of Range Address\n"))
+        .collect();
+    job.write("node002/dmesg.txt", &storm);
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("3 GPUs alike"), "{summary}");
+    assert_eq!(v["cause"]["ranks"], serde_json::json!([4, 5, 6]), "{v:#}");
+}

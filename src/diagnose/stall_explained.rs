@@ -1,8 +1,9 @@
-//! A rank the others waited for, whose own GPU or NIC the logs show faulty:
-//! the fault is why it stalled. The stall (the shape of the logs) and the
-//! fault (a device's own report) are independent sources about one rank,
-//! so the stall's support corroborates the fault instead of competing with
-//! it as a stall "with no fault in the logs".
+//! A rank the others waited for, whose own GPU or NIC the logs show faulty,
+//! or whose own process the logs show crashed: that is why it stalled. The
+//! stall (the shape of the logs) and the fault (a device's or the kernel's
+//! own report) are independent sources about one rank, so the stall's
+//! support corroborates the fault instead of competing with it as a stall
+//! "with no fault in the logs".
 
 use crate::model::CauseKind;
 
@@ -36,11 +37,17 @@ pub fn fold_into_device_faults(mut hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     hyps
 }
 
-/// The strongest GPU or NIC fault whose ranks are all among the stall's.
+/// The strongest GPU, NIC or process fault whose ranks are all among the
+/// stall's.
 fn explaining_fault(hyps: &[Hypothesis], stall: &Hypothesis) -> Option<usize> {
     hyps.iter()
         .enumerate()
-        .filter(|(_, h)| matches!(h.kind, CauseKind::GpuFault | CauseKind::HcaFault))
+        .filter(|(_, h)| {
+            matches!(
+                h.kind,
+                CauseKind::GpuFault | CauseKind::HcaFault | CauseKind::ProcessCrash
+            )
+        })
         .filter(|(_, h)| !h.ranks.is_empty() && h.ranks.is_subset(&stall.ranks))
         .filter(|(_, h)| h.confidence() >= MIN_OWN_CONFIDENCE)
         .max_by(|(ia, a), (ib, b)| a.confidence().total_cmp(&b.confidence()).then(ib.cmp(ia)))

@@ -22,6 +22,7 @@ use super::Ctx;
 
 mod devices;
 mod links;
+mod program;
 
 use devices::{aer_line, corrected_aer_bursts, gpu_line, gpu_message_heads, hca_line, iommu_line};
 use links::link_flaps;
@@ -54,7 +55,9 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     corrected_aer_bursts(ctx, &gpus, window, &mut found);
     gpu_message_heads(ctx, &mut found);
-    found.finish()
+    let mut out = found.finish();
+    out.extend(program::program_faults(ctx, window));
+    out
 }
 
 /// The job's GPUs: bus id → host → the ranks on it (looked up per kernel
