@@ -92,7 +92,7 @@ pub(crate) mod testing {
 
     use super::*;
     use crate::ingest::path_hints::hints_from_path;
-    use crate::model::{CounterReading, FileId, GidEntry, PortSnapshot};
+    use crate::model::{CounterReading, FileId, GidEntry, GpuSnapshot, PortSnapshot};
 
     pub fn parse_text(kind: TableKind, path: &str, text: &str) -> TableParse {
         let file = InputFile {
@@ -120,6 +120,16 @@ pub(crate) mod testing {
             .iter()
             .filter_map(|r| match r {
                 SysRecord::Port(p) => Some(&**p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn gpus(t: &TableParse) -> Vec<&GpuSnapshot> {
+        t.records
+            .iter()
+            .filter_map(|r| match r {
+                SysRecord::Gpu(g) => Some(&**g),
                 _ => None,
             })
             .collect()

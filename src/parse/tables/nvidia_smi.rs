@@ -226,19 +226,8 @@ mod query {
 #[cfg(test)]
 mod tests {
     use crate::ingest::TableKind;
-    use crate::model::{GpuSnapshot, SysRecord};
-    use crate::parse::tables::TableParse;
-    use crate::parse::tables::testing::parse_text;
-
-    fn gpus(t: &TableParse) -> Vec<&GpuSnapshot> {
-        t.records
-            .iter()
-            .filter_map(|r| match r {
-                SysRecord::Gpu(g) => Some(&**g),
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::model::GpuSnapshot;
+    use crate::parse::tables::testing::{gpus, parse_text};
 
     fn findings(g: &GpuSnapshot) -> Vec<(&str, &str)> {
         g.findings
