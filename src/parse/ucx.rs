@@ -93,11 +93,15 @@ fn process(s: &[u8]) -> Option<(&[u8], u32, usize)> {
     let mut parts = body[..end].split(|&b| b == b':');
     let host = parts.next().filter(|h| is_host(h))?;
     let pid = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
-    let rest: Vec<&[u8]> = parts.collect();
-    let numbers = rest
-        .iter()
-        .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
-    if !(1..=2).contains(&rest.len()) || !numbers {
+    // The thread, and the error handler's thread id: numbers, one or two.
+    let mut numbers = 0;
+    for part in parts {
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        numbers += 1;
+    }
+    if !(1..=2).contains(&numbers) {
         return None;
     }
     Some((host, pid, 1 + end + 1))
