@@ -41,16 +41,19 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     link_flaps(ctx, window, &mut found);
     for (&idx, place) in &ctx.job.kernel.places {
         let ev = &ctx.job.events[idx];
-        let factor = time_factor(ctx, window, idx);
+        let line = KernelLine {
+            ev,
+            idx,
+            place,
+            factor: time_factor(ctx, window, idx),
+        };
         match ev.kind {
             EventKind::KernelGpuXid | EventKind::KernelGpuLost => {
-                gpu_line(ctx, &gpus, ev, idx, place, factor, &mut found)
+                gpu_line(ctx, &gpus, line, &mut found)
             }
-            EventKind::KernelPcieAer => aer_line(ctx, &gpus, ev, idx, place, factor, &mut found),
-            EventKind::KernelIommuFault => {
-                iommu_line(ctx, &gpus, ev, idx, place, factor, &mut found)
-            }
-            _ => hca_line(ctx, ev, idx, place, factor, &mut found),
+            EventKind::KernelPcieAer => aer_line(ctx, &gpus, line, &mut found),
+            EventKind::KernelIommuFault => iommu_line(ctx, &gpus, line, &mut found),
+            _ => hca_line(ctx, line, &mut found),
         }
     }
     corrected_aer_bursts(ctx, &gpus, window, &mut found);
@@ -58,6 +61,16 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut out = found.finish();
     out.extend(program::program_faults(ctx, window));
     out
+}
+
+/// One kernel line as the device rules read it: the event, where the model
+/// placed it, and how much its distance from the job's window leaves of it.
+#[derive(Clone, Copy)]
+pub(super) struct KernelLine<'a> {
+    ev: &'a Event,
+    idx: EventIdx,
+    place: &'a KernelPlace,
+    factor: f64,
 }
 
 /// The job's GPUs: bus id → host → the ranks on it (looked up per kernel

@@ -3,16 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use super::{Ctx, Found, JobGpus, KernelPlace, Line, MAX_SUPPORT, Place, Window};
+use super::{Ctx, Found, JobGpus, KernelLine, KernelPlace, Line, MAX_SUPPORT, Place, Window};
 use super::{nic_ownership, time_factor};
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 pub(super) fn hca_line(
     ctx: &Ctx<'_>,
-    ev: &Event,
-    idx: EventIdx,
-    place: &KernelPlace,
-    factor: f64,
+    KernelLine {
+        ev,
+        idx,
+        place,
+        factor,
+    }: KernelLine<'_>,
     found: &mut Found,
 ) {
     let Some((weight, detail)) = hca_weight(ctx, ev) else {
@@ -132,10 +134,12 @@ fn command_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
 pub(super) fn gpu_line(
     ctx: &Ctx<'_>,
     gpus: &JobGpus,
-    ev: &Event,
-    idx: EventIdx,
-    place: &KernelPlace,
-    factor: f64,
+    KernelLine {
+        ev,
+        idx,
+        place,
+        factor,
+    }: KernelLine<'_>,
     found: &mut Found,
 ) {
     let Some((weight, detail)) = gpu_weight(ctx, ev) else {
@@ -237,10 +241,12 @@ fn aer_target(gpus: &JobGpus, ctx: &Ctx<'_>, ev: &Event, place: &KernelPlace) ->
 pub(super) fn aer_line(
     ctx: &Ctx<'_>,
     gpus: &JobGpus,
-    ev: &Event,
-    idx: EventIdx,
-    place: &KernelPlace,
-    factor: f64,
+    KernelLine {
+        ev,
+        idx,
+        place,
+        factor,
+    }: KernelLine<'_>,
     found: &mut Found,
 ) {
     let weight = match ev.text_field("severity") {
@@ -274,10 +280,12 @@ pub(super) fn aer_line(
 pub(super) fn iommu_line(
     ctx: &Ctx<'_>,
     gpus: &JobGpus,
-    ev: &Event,
-    idx: EventIdx,
-    place: &KernelPlace,
-    factor: f64,
+    KernelLine {
+        ev,
+        idx,
+        place,
+        factor,
+    }: KernelLine<'_>,
     found: &mut Found,
 ) {
     let Some(target) = aer_target(gpus, ctx, ev, place) else {
