@@ -434,3 +434,29 @@ fn a_programs_fault_on_its_gpu_is_its_crash_not_a_gpu_fault_driver_580() {
     assert!(summary.contains("3 GPUs alike"), "{summary}");
     assert_eq!(v["cause"]["ranks"], serde_json::json!([4, 5, 6]), "{v:#}");
 }
+
+/// nccl#257's shape (one host, four GPUs, nccl-tests hung with no error
+/// line, NCCL 2.4): nothing decides the cause, so the verdict says what
+/// would: peer-to-peer traffic blocked by ACS or the IOMMU, and how to
+/// check. A job across hosts gets no such hint.
+#[test]
+fn a_one_host_job_that_decides_nothing_is_told_to_check_acs_and_the_iommu() {
+    let log = "\
+jupyter-a:15833:15833 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.32<0>
+jupyter-a:15833:15833 [0] NCCL INFO NET/Socket : Using [0]eth0:10.2.3.32<0>
+jupyter-a:15833:15833 [3] NCCL INFO nranks 4
+jupyter-a:15833:15833 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC
+";
+    let v = common::verdict_of(&[("all_reduce_perf.log", log)]);
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("ACSCtl") && summary.contains("NCCL_P2P_DISABLE=1"),
+        "{summary}"
+    );
+
+    let two = log.replace("[3] NCCL INFO nranks 4", "[3] NCCL INFO nranks 4\njupyter-b:15900:15900 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.33<0>");
+    let v = common::verdict_of(&[("all_reduce_perf.log", &two)]);
+    let summary = v["cause"]["summary"].as_str().unwrap_or("");
+    assert!(!summary.contains("ACSCtl"), "{summary}");
+}

@@ -189,6 +189,9 @@ pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> 
     let mut unknown = Hypothesis::new(CauseKind::Unknown);
     let leads = weak_leads(&hyps);
     let mut detail = missing_inputs(ctx, hang).join(" ");
+    if let Some(hint) = one_host_hint(ctx) {
+        detail = format!("{hint} {detail}");
+    }
     if !leads.is_empty() {
         detail = format!("Weak leads: {}. {detail}", leads.join(", "));
     }
@@ -482,6 +485,18 @@ pub fn stuck_ranks(
 }
 
 /// What input would have decided (or strengthened) the diagnosis.
+/// A job whose ranks all ran on one host and failed without a deciding
+/// line: inside one host NCCL moves data peer to peer, which PCIe ACS or a
+/// translating IOMMU silently breaks (nccl#257, vllm#9920: a hang with no
+/// error, fixed by turning them off). Where no kernel line decides it, say
+/// what would.
+fn one_host_hint(ctx: &Ctx<'_>) -> Option<String> {
+    let job = ctx.job;
+    (job.hosts.len() == 1 && job.all_ranks().len() != 1).then(|| {
+        "Every rank ran on one host: a hang there without an error line is often peer-to-peer traffic that PCIe ACS or the IOMMU blocks; run once with NCCL_P2P_DISABLE=1, and check `sudo lspci -vvv | grep ACSCtl` (SrcValid+ means ACS is on) and `dmesg -T | grep -i -e DMAR -e AMD-Vi` on the host.".to_string()
+    })
+}
+
 pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
     let job = ctx.job;
     let mut notes = Vec::new();
