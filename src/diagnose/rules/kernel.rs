@@ -73,6 +73,12 @@ pub(super) struct KernelLine<'a> {
     factor: f64,
 }
 
+impl<'a> KernelLine<'a> {
+    fn parts(self) -> (&'a Event, EventIdx, &'a KernelPlace, f64) {
+        (self.ev, self.idx, self.place, self.factor)
+    }
+}
+
 /// The job's GPUs: bus id → host → the ranks on it (looked up per kernel
 /// line, so keyed for lookups rather than scans).
 pub(super) struct JobGpus {

@@ -105,44 +105,40 @@ pub(crate) mod testing {
         parse_table(kind, text.as_bytes(), &file)
     }
 
+    /// The records of one kind a parse produced.
+    fn records<'t, T: ?Sized>(
+        t: &'t TableParse,
+        pick: impl Fn(&'t SysRecord) -> Option<&'t T>,
+    ) -> Vec<&'t T> {
+        t.records.iter().filter_map(pick).collect()
+    }
+
     pub fn counters(t: &TableParse) -> Vec<&CounterReading> {
-        t.records
-            .iter()
-            .filter_map(|r| match r {
-                SysRecord::Counter(c) => Some(c),
-                _ => None,
-            })
-            .collect()
+        records(t, |r| match r {
+            SysRecord::Counter(c) => Some(c),
+            _ => None,
+        })
     }
 
     pub fn ports(t: &TableParse) -> Vec<&PortSnapshot> {
-        t.records
-            .iter()
-            .filter_map(|r| match r {
-                SysRecord::Port(p) => Some(&**p),
-                _ => None,
-            })
-            .collect()
+        records(t, |r| match r {
+            SysRecord::Port(p) => Some(&**p),
+            _ => None,
+        })
     }
 
     pub fn gpus(t: &TableParse) -> Vec<&GpuSnapshot> {
-        t.records
-            .iter()
-            .filter_map(|r| match r {
-                SysRecord::Gpu(g) => Some(&**g),
-                _ => None,
-            })
-            .collect()
+        records(t, |r| match r {
+            SysRecord::Gpu(g) => Some(&**g),
+            _ => None,
+        })
     }
 
     pub fn gids(t: &TableParse) -> Vec<&GidEntry> {
-        t.records
-            .iter()
-            .filter_map(|r| match r {
-                SysRecord::Gid(g) => Some(&**g),
-                _ => None,
-            })
-            .collect()
+        records(t, |r| match r {
+            SysRecord::Gid(g) => Some(&**g),
+            _ => None,
+        })
     }
 }
 

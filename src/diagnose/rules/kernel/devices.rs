@@ -7,16 +7,8 @@ use super::{Ctx, Found, JobGpus, KernelLine, KernelPlace, Line, MAX_SUPPORT, Pla
 use super::{nic_ownership, time_factor};
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
-pub(super) fn hca_line(
-    ctx: &Ctx<'_>,
-    KernelLine {
-        ev,
-        idx,
-        place,
-        factor,
-    }: KernelLine<'_>,
-    found: &mut Found,
-) {
+pub(super) fn hca_line(ctx: &Ctx<'_>, line: KernelLine<'_>, found: &mut Found) {
+    let (ev, idx, place, factor) = line.parts();
     let Some((weight, detail)) = hca_weight(ctx, ev) else {
         return;
     };
@@ -131,17 +123,8 @@ fn command_weight(ctx: &Ctx<'_>, ev: &Event) -> Option<(f64, String)> {
 
 // ---------------------------------------------------------------- GPU
 
-pub(super) fn gpu_line(
-    ctx: &Ctx<'_>,
-    gpus: &JobGpus,
-    KernelLine {
-        ev,
-        idx,
-        place,
-        factor,
-    }: KernelLine<'_>,
-    found: &mut Found,
-) {
+pub(super) fn gpu_line(ctx: &Ctx<'_>, gpus: &JobGpus, line: KernelLine<'_>, found: &mut Found) {
+    let (ev, idx, place, factor) = line.parts();
     let Some((weight, detail)) = gpu_weight(ctx, ev) else {
         return;
     };
@@ -238,17 +221,8 @@ fn aer_target(gpus: &JobGpus, ctx: &Ctx<'_>, ev: &Event, place: &KernelPlace) ->
     }
 }
 
-pub(super) fn aer_line(
-    ctx: &Ctx<'_>,
-    gpus: &JobGpus,
-    KernelLine {
-        ev,
-        idx,
-        place,
-        factor,
-    }: KernelLine<'_>,
-    found: &mut Found,
-) {
+pub(super) fn aer_line(ctx: &Ctx<'_>, gpus: &JobGpus, line: KernelLine<'_>, found: &mut Found) {
+    let (ev, idx, place, factor) = line.parts();
     let weight = match ev.text_field("severity") {
         Some("fatal") => 0.5,
         Some("non-fatal") => 0.35,
@@ -277,17 +251,8 @@ pub(super) fn aer_line(
 /// and GPUDirect transfers through a translating IOMMU (or ACS sending them
 /// up to the root complex) fault, and NCCL hangs in them. Told as the
 /// host's IOMMU set-up (`iommu` variant), on the device that faulted.
-pub(super) fn iommu_line(
-    ctx: &Ctx<'_>,
-    gpus: &JobGpus,
-    KernelLine {
-        ev,
-        idx,
-        place,
-        factor,
-    }: KernelLine<'_>,
-    found: &mut Found,
-) {
+pub(super) fn iommu_line(ctx: &Ctx<'_>, gpus: &JobGpus, line: KernelLine<'_>, found: &mut Found) {
+    let (ev, idx, place, factor) = line.parts();
     let Some(target) = aer_target(gpus, ctx, ev, place) else {
         return;
     };
