@@ -156,3 +156,24 @@ Memory on the node (IP: 10.20.49.141, ID: 4748aa6d1bc114b8bf58822d0b162796a1d36a
     let v = &common::report_of(&[("driver.log", log)])["verdict"];
     assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
 }
+
+/// Slurm 21 under `sbatch --mem`, ranks printing nothing srun labels
+/// (k-net#30's shape): the step's cgroup OOM killer took one task, and srun
+/// says on which node. Without `--label` a task id is not known to be a
+/// rank, but the process that died is still on that host: a crash there,
+/// no rank named.
+#[test]
+fn an_unlabelled_srun_task_killed_out_of_memory_is_a_crash_on_its_node_slurm_21() {
+    let log = "\
+slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your processes may have been killed by the cgroup out-of-memory handler.
+srun: error: gpu20-15: task 0: Out Of Memory
+srun: launch/slurm: _step_signal: Terminating StepId=9411285.0
+slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT 2022-05-17T17:58:10 ***
+";
+    let doc = common::report_of(&[("slurm-9411285.out", log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "crash", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "gpu20-15", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}

@@ -26,6 +26,23 @@ fn ranks_each_lacking_the_others_tensor_ran_different_ops_horovod_0_18() {
     assert_eq!(v["status"], "hang", "{v:#}");
 }
 
+/// PyTorch Lightning under horovodrun's Gloo launcher (Horovod 0.21,
+/// lightning#5155's shape): horovodrun tags each line `[rank]<stderr>:`,
+/// and a broadcast only rank 1 reached (rank 0 lacks it) meets gradients
+/// only rank 0 submitted (rank 1 lacks them).
+#[test]
+fn horovodruns_own_rank_tags_open_the_stall_block_horovod_0_21() {
+    let log = format!(
+        "[0]<stderr>:[2020-12-29 16:50:57.724380: W /tmp/pip-install-uk4q7bn5/horovod/horovod/common/stall_inspector.cc:105] {WARNING}\n\
+         [0]<stderr>:Missing ranks:\n\
+         [0]<stderr>:0: [broadcast.bool.sz]\n\
+         [0]<stderr>:1: [allreduce.c_d1.bias, allreduce.c_d1.weight, allreduce.c_d1_bn.bias ...]\n"
+    );
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}
+
 /// PyTorch under Horovod 0.28: rank 3 alone has not submitted the
 /// gradients every other rank waits to reduce (it is still loading data);
 /// after the shutdown time it is marked `!`.

@@ -1,7 +1,9 @@
 //! Launcher prefixes: who printed a line, as the launcher that collected it says.
 //!
 //! Launchers that merge many workers' output into one stream prefix each line:
-//! - Open MPI `--tag-output`: `[1,3]<stdout>:` (job id, MPI rank), no space after;
+//! - Open MPI `--tag-output`: `[1,3]<stdout>:` (job id, MPI rank), no space after,
+//!   `[1,mpirank:3,host]<stdout>:` as SageMaker runs it; horovodrun (Gloo):
+//!   `[3]<stdout>:`; either may follow a `--timestamp-output` ctime stamp;
 //! - torchrun `--tee`: `[default3]:` (role + LOCAL rank), no space after;
 //! - PyTorch ≥ 2.2 C++ logging: `[rank3]:` (GLOBAL rank of the default group);
 //! - Ray actors: `(WorkerDict pid=1230, ip=10.0.0.1) `;
@@ -47,6 +49,10 @@ pub fn parse_prefix<'a>(s: &'a [u8], style: &LauncherStyle) -> Option<(usize, Ta
             }
         }),
         b'(' => ray_actor(s),
+        b'A'..=b'Z' if s.get(CTIME_LEN) == Some(&b'[') && is_ctime(&s[..CTIME_LEN]) => {
+            let (len, tag) = mpi_tag(&s[CTIME_LEN..])?;
+            Some((CTIME_LEN + len, tag))
+        }
         b' ' | b'0'..=b'9' if style.slurm_label => slurm_label(s),
         _ if !style.pdsh_hosts.is_empty() => pdsh_host(s, &style.pdsh_hosts),
         _ => None,
@@ -65,19 +71,37 @@ pub fn digits(s: &[u8]) -> Option<(u64, usize)> {
     Some((v, n))
 }
 
-/// `[1,3]<stdout>:` or `[1,3]<stderr>:`.
+/// `[1,3]<stdout>:` or `[1,3]<stderr>:` (Open MPI `--tag-output`: job id,
+/// MPI rank), `[1,3]:`, `[1,mpirank:3,algo-1]<stdout>:` (Open MPI 4 as
+/// SageMaker runs it, the host last) and `[3]<stdout>:` (horovodrun's own
+/// prefix under Gloo).
 fn mpi_tag(s: &[u8]) -> Option<(usize, Tag<'_>)> {
-    let (_, jn) = digits(&s[1..])?;
-    let mut i = 1 + jn;
-    if s.get(i) != Some(&b',') {
-        return None;
-    }
-    let (rank, rn) = digits(&s[i + 1..])?;
-    i += 1 + rn;
+    let (first, n) = digits(&s[1..])?;
+    let mut i = 1 + n;
+    let rank = match s.get(i) {
+        Some(b',') => {
+            i += 1;
+            if s[i..].starts_with(b"mpirank:") {
+                i += b"mpirank:".len();
+            }
+            let (rank, rn) = digits(&s[i..])?;
+            i += rn;
+            if s.get(i) == Some(&b',') {
+                let host = s[i + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+                    .count();
+                i += 1 + host;
+            }
+            rank
+        }
+        Some(b']') => first,
+        _ => return None,
+    };
     let rest = &s[i..];
     let len = if rest.starts_with(b"]<stdout>:") || rest.starts_with(b"]<stderr>:") {
         10
-    } else if rest.starts_with(b"]:") {
+    } else if rest.starts_with(b"]:") && s[1 + n] == b',' {
         2
     } else {
         return None;
@@ -105,6 +129,21 @@ fn bracket_rank(s: &[u8]) -> Option<(usize, Tag<'_>)> {
         Tag::LocalRank(n as u32)
     };
     Some((end + 2, tag))
+}
+
+/// `Tue Apr 21 18:22:53 2020`: the stamp `mpirun --timestamp-output` and
+/// horovodrun's `--prefix-output-with-timestamp` put before their tag.
+const CTIME_LEN: usize = 24;
+
+fn is_ctime(s: &[u8]) -> bool {
+    const SHAPE: &[u8; CTIME_LEN] = b"Aaa Aaa 99 99:99:99 9999";
+    s.len() == CTIME_LEN
+        && s.iter().zip(SHAPE).all(|(b, want)| match want {
+            b'A' => b.is_ascii_uppercase(),
+            b'a' => b.is_ascii_lowercase(),
+            b'9' => b.is_ascii_digit() || (*b == b' '),
+            other => b == other,
+        })
 }
 
 /// `[3] ` (MPICH `-prepend-rank`).
@@ -208,6 +247,21 @@ mod tests {
     fn openmpi_tag_output_names_the_mpi_rank() {
         let line = b"[1,12]<stdout>:host:815:864 [0] NCCL INFO x";
         assert_eq!(parse_prefix(line, &plain()), Some((15, Tag::Rank(12))));
+    }
+
+    #[test]
+    fn horovodrun_and_sagemaker_tags_name_the_rank_too() {
+        let horovod = b"[3]<stderr>:Missing ranks:";
+        assert_eq!(parse_prefix(horovod, &plain()), Some((12, Tag::Rank(3))));
+        let sagemaker = b"[1,mpirank:2,algo-1]<stderr>:INFO:root:x";
+        assert_eq!(parse_prefix(sagemaker, &plain()), Some((29, Tag::Rank(2))));
+        let stamped = b"Tue Apr 21 18:22:57 2020[2]<stderr>:/home/node/x.py:88: UserWarning";
+        assert_eq!(parse_prefix(stamped, &plain()), Some((36, Tag::Rank(2))));
+        let stamped_mpi = b"Thu Jun 18 14:28:35 2020[1,2]<stderr>:2020-06-18 x";
+        assert_eq!(parse_prefix(stamped_mpi, &plain()), Some((38, Tag::Rank(2))));
+        // MPICH's `[3] ` needs sniffing; `[3]:` is no launcher's.
+        assert_eq!(parse_prefix(b"[3]: x", &plain()), None);
+        assert_eq!(parse_prefix(b"[3] x", &plain()), None);
     }
 
     #[test]

@@ -271,7 +271,18 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
         None
     };
     let tasks = expand_ranges(ev.text_field("tasks")?);
-    if !index.task_ranks || tasks.len() != 1 {
+    // A task id is a rank only where the lines show srun labelling ranks;
+    // otherwise (torchrun under srun: one task per node) the task's host
+    // is still where a process died.
+    let rank = match &tasks[..] {
+        [task] if index.task_ranks => Some(*task),
+        _ => None,
+    };
+    let host = ev
+        .text_field("hosts")
+        .filter(|h| !h.contains(['[', ',']))
+        .map(|h| short_host(h).to_string());
+    if rank.is_none() && host.is_none() {
         return None;
     }
     let mut d = death(
@@ -284,8 +295,8 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
         },
         format!("srun: {what}"),
     );
-    d.rank = Some(tasks[0]);
-    d.host = ev.text_field("hosts").map(|h| short_host(h).to_string());
+    d.rank = rank;
+    d.host = host;
     d.signal = signal.map(str::to_string);
     // SIGABRT is the watchdog taking the process down after a failed
     // collective; SIGTERM is someone else stopping it (the scheduler's
