@@ -17,6 +17,7 @@ mod framework;
 mod gloo;
 mod gpu;
 mod gpu_health;
+mod gpu_memory;
 mod horovod;
 mod kernel;
 mod main_process;

@@ -140,6 +140,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     add_program_faults(ctx, &mut out);
     out.extend(super::shm::shm_exhausted(ctx));
+    out.extend(super::gpu_memory::out_of_gpu_memory(ctx));
     out
 }
 
