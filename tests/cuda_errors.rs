@@ -127,10 +127,14 @@ test: Test CUDA failure common.cu:941 'system not yet initialized'
 fn nccls_failed_gpu_allocation_is_that_ranks_crash_out_of_memory_nccl_2_21() {
     let mut log = String::new();
     for (rank, pid, bus) in [(0u32, 1234u32, "18000"), (1, 1235, "2a000")] {
-        log.push_str(&format!("node1:{pid}:{pid} [{rank}] NCCL INFO NCCL version 2.21.5+cuda12.4\n"));
+        log.push_str(&format!(
+            "node1:{pid}:{pid} [{rank}] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        ));
         log.push_str(&format!("node1:{pid}:1300 [{rank}] NCCL INFO ncclCommInitRank comm 0x55{rank} rank {rank} nranks 2 cudaDev {rank} nvmlDev {rank} busId {bus} commId 0x1 - Init COMPLETE\n"));
     }
-    log.push_str("node1:1235:1301 [1] include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'\n");
+    log.push_str(
+        "node1:1235:1301 [1] include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'\n",
+    );
     log.push_str("node1:1235:1301 [1] NCCL INFO transport/p2p.cc:220 -> 1\n");
     log.push_str("[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3385, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n");
     let doc = common::report_of(&[("train.log", &log)]);

@@ -300,6 +300,10 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::VerbsCallFailed
         | EventKind::TopologyFileError
         | EventKind::DuplicateGpu => true,
+        // Graph capture fails when the program captures, after set-up.
+        EventKind::NcclInstall => {
+            matches!(e.text_field("what"), Some("net_missing" | "config_invalid"))
+        }
         EventKind::StoreConnect => e.text_field("what") == Some("timeout"),
         // Its connections, or its own socket (a UDS bind).
         EventKind::ProxyError => matches!(e.text_field("op"), Some("Connect" | "Bind")),
@@ -375,6 +379,8 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
             (e.kind == EventKind::GlooInterface
                 && e.text_field("what") != Some("loopback_fallback"))
                 || (e.kind == EventKind::StoreConnect && e.text_field("what") == Some("timeout"))
+                || (e.kind == EventKind::NcclInstall
+                    && e.text_field("what") != Some("plugin_load_error"))
                 || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
         })
         || job

@@ -258,7 +258,10 @@ mod tests {
         let stamped = b"Tue Apr 21 18:22:57 2020[2]<stderr>:/home/node/x.py:88: UserWarning";
         assert_eq!(parse_prefix(stamped, &plain()), Some((36, Tag::Rank(2))));
         let stamped_mpi = b"Thu Jun 18 14:28:35 2020[1,2]<stderr>:2020-06-18 x";
-        assert_eq!(parse_prefix(stamped_mpi, &plain()), Some((38, Tag::Rank(2))));
+        assert_eq!(
+            parse_prefix(stamped_mpi, &plain()),
+            Some((38, Tag::Rank(2)))
+        );
         // MPICH's `[3] ` needs sniffing; `[3]:` is no launcher's.
         assert_eq!(parse_prefix(b"[3]: x", &plain()), None);
         assert_eq!(parse_prefix(b"[3] x", &plain()), None);

@@ -22,6 +22,7 @@ mod horovod;
 mod kernel;
 mod main_process;
 mod nccl_bug;
+mod nccl_install;
 mod network;
 mod process;
 mod setup;
@@ -71,6 +72,7 @@ pub fn hypotheses(
                 .into_iter()
                 .chain(topology_file::topology_file(ctx))
                 .chain(duplicate_gpu::shared_gpu(ctx))
+                .chain(nccl_install::hypotheses(ctx))
                 .collect()
         },
         &|| application::hypotheses(ctx, hang),

@@ -1,0 +1,130 @@
+//! The NCCL a process loaded does not fit it: the network NCCL was told to
+//! use (NCCL_NET) is not there, because its plugin is absent or failed to
+//! load; the library is older than the NCCL the program was built against
+//! (two installs, the older one found first); or the build was made for a
+//! CUDA stack that cannot capture graphs on this driver. Each is a set-up
+//! of the host or image that differs from what the job expects: the
+//! `net_plugin` and `nccl_library` variants of `config_mismatch`.
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, Event, EventIdx, EventKind};
+
+use super::Ctx;
+
+/// Lines cited per hypothesis.
+const CITED: usize = 3;
+
+/// `NCCL_CONFIG_UNDEF_INT`: what a newer NCCL's config initializer leaves
+/// for the library to fill, and an older library rejects.
+const CONFIG_UNDEFINED: i64 = i32::MIN as i64;
+
+pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let lines: Vec<(EventIdx, &Event)> = ctx
+        .job
+        .events_where(|k| k == EventKind::NcclInstall)
+        .collect();
+    [network_missing(ctx, &lines), library_mismatch(ctx, &lines)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The network NCCL was told to use is missing; a plugin's load error on
+/// the same host says why.
+fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let (first_idx, first) = lines
+        .iter()
+        .find(|(_, e)| e.text_field("what") == Some("net_missing"))?;
+    let host = ctx.job.host_of_event(first).map(str::to_string);
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "net_plugin");
+    h.host.clone_from(&host);
+    let net = first
+        .text_field("net")
+        .map_or(String::from("no network plugin initialised"), |n| {
+            format!("network {n} not found")
+        });
+    h.support(
+        Source::Nccl,
+        0.6,
+        Some(*first_idx),
+        "NCCL could not find the network it was told to use, so no communicator can set up",
+    );
+    let load_error = lines.iter().find(|(_, e)| {
+        e.text_field("what") == Some("plugin_load_error")
+            && ctx.job.host_of_event(e).map(str::to_string) == host
+            && e.text_field("error").is_some_and(|err| !plugin_absent(err))
+    });
+    match load_error {
+        Some((idx, ev)) => {
+            let error = ev.text_field("error").unwrap_or_default();
+            h.value(
+                "detail",
+                format!("{net}; its plugin failed to load: {error}"),
+            );
+            h.support(
+                Source::Nccl,
+                0.2,
+                Some(*idx),
+                "the network plugin library is there but failed to load",
+            );
+        }
+        None => h.value("detail", net),
+    }
+    for &(idx, _) in lines
+        .iter()
+        .filter(|(i, e)| i != first_idx && e.text_field("what") == Some("net_missing"))
+        .take(CITED - 2)
+    {
+        h.support(
+            Source::Nccl,
+            0.05,
+            Some(idx),
+            "another process could not find it either",
+        );
+    }
+    Some(h)
+}
+
+/// dlopen found no file: the usual state of a host without a plugin.
+fn plugin_absent(error: &str) -> bool {
+    error.contains("cannot open shared object file")
+}
+
+/// The library is older than the program's NCCL headers, or built for a
+/// CUDA stack this driver cannot capture graphs with.
+fn library_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "nccl_library");
+    for &(idx, ev) in lines {
+        let (weight, why, detail) = match ev.text_field("what") {
+            Some("config_invalid") if ev.int("value") == Some(CONFIG_UNDEFINED) => (
+                0.65,
+                "NCCL rejected a config value its newer releases fill in: the program was built against a newer NCCL than the library it loaded",
+                format!(
+                    "NCCL rejected the {} attribute left undefined by a newer NCCL's initializer",
+                    ev.text_field("attribute").unwrap_or("config")
+                ),
+            ),
+            Some("cuda_build") => (
+                0.55,
+                "this NCCL build cannot be captured in a CUDA graph on this driver: it was built for another CUDA release",
+                "the NCCL build cannot be captured in a CUDA graph: built for a CUDA runtime or driver other than this host's".to_string(),
+            ),
+            _ => continue,
+        };
+        if h.support.is_empty() {
+            h.host = ctx.job.host_of_event(ev).map(str::to_string);
+            h.value("detail", detail);
+        }
+        if h.support.len() < CITED {
+            h.support(
+                Source::Nccl,
+                if h.support.is_empty() { weight } else { 0.05 },
+                Some(idx),
+                why,
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
+}

@@ -1,0 +1,83 @@
+//! The NCCL a process loaded does not fit it: the network it was told to
+//! use is missing, the library is older than the program's headers, the
+//! build cannot capture graphs on this driver.
+
+mod common;
+
+/// GCP A3 Ultra, NCCL 2.21 (gpu-recipes#5's shape): NCCL_NET=gIB, and the
+/// gIB plugin mounted from the host needs a newer glibc than the serving
+/// container has, so NCCL falls back to its own plugins and finds no gIB.
+#[test]
+fn a_named_network_whose_plugin_failed_to_load_is_the_hosts_set_up_nccl_2_21() {
+    let pod = "serving-5d74c6754cq79gp";
+    let mut log = String::new();
+    log.push_str(&format!(
+        "{pod}:565:565 [7] NCCL INFO Bootstrap : Using eth0:10.8.10.18<0>\n"
+    ));
+    log.push_str(&format!("{pod}:565:565 [7] NCCL INFO NET/Plugin: Plugin load returned 2 : /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by /usr/local/nvidia/lib64/libnccl-net.so) : when loading libnccl-net.so\n"));
+    log.push_str(&format!(
+        "{pod}:565:565 [7] NCCL INFO NET/Plugin: Using internal network plugin.\n"
+    ));
+    log.push_str(&format!(
+        "{pod}:565:565 [7] net.cc:579 NCCL WARN Error: network gIB not found.\n"
+    ));
+    log.push_str(&format!("{pod}:565:565 [7] NCCL INFO init.cc:321 -> 5\n"));
+    let v = common::verdict_of(&[("serving-pod.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["cause"]["host"], pod, "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("GLIBC_2.32"), "{summary}");
+}
+
+/// A plugin that is simply absent is the usual case: its `Plugin load
+/// returned` line explains nothing, and NCCL 2.27's `Failed to initialize
+/// any NET plugin` still names the set-up.
+#[test]
+fn an_absent_plugin_is_not_cited_as_the_reason_nccl_2_27() {
+    let log = "\
+n1:10:10 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory when loading libnccl-net.so
+n1:10:10 [0] plugin/net.cc:277 NCCL WARN Failed to initialize any NET plugin
+";
+    let v = common::verdict_of(&[("n1.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(!summary.contains("cannot open"), "{summary}");
+}
+
+/// torch 2.1 with a second, older NCCL (2.14.3) found first (vllm#1726's
+/// shape): the config torch passes leaves `blocking` to the library, which
+/// only 2.14 rejects.
+#[test]
+fn a_config_value_only_an_older_library_rejects_is_two_nccl_installs_nccl_2_14() {
+    let log = "\
+DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, NCCL version 2.14.3
+ncclInvalidArgument: Invalid value for an argument.
+Last error:
+Invalid config blocking attribute value -2147483648
+";
+    let v = common::verdict_of(&[("error.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("one NCCL"), "{remedy}");
+}
+
+/// A value the caller set wrongly is the caller's mistake, not a library
+/// mismatch.
+#[test]
+fn an_ordinary_invalid_config_value_is_not_a_library_mismatch() {
+    let log = "n1:10:10 [0] init.cc:1669 NCCL WARN Invalid config blocking attribute value 2\n";
+    let v = common::verdict_of(&[("n1.log", log)]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}
+
+/// vLLM with NCCL 2.19.3+cuda11.0 on a CUDA 11.6 stack (vllm#3069's shape):
+/// the build cannot be captured in the graphs vLLM records; the failure
+/// comes when it captures, after set-up.
+#[test]
+fn a_build_that_cannot_capture_graphs_is_the_wrong_nccl_for_the_cuda_stack_nccl_2_19() {
+    let log = "NCCL WARN NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.\n";
+    let v = common::verdict_of(&[("warn.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_ne!(v["status"], "init_failure", "{v:#}");
+}
