@@ -144,3 +144,21 @@ fn nccls_failed_gpu_allocation_is_that_ranks_crash_out_of_memory_nccl_2_21() {
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("GPU memory"), "{summary}");
 }
+
+/// The CUDA error in a traceback's last line, in the wordings of older and
+/// newer torch: THC's `cuda runtime error (39) : … at` (torch ≤1.4,
+/// semantic-segmentation#33) and the device count's `Error 802: system not
+/// yet initialized` (an NVSwitch host whose Fabric Manager is not up,
+/// huggingface_hub#4134). The process died of a GPU fault.
+#[test]
+fn python_tracebacks_cuda_errors_in_older_and_device_count_wordings_torch_1_4_and_2() {
+    let cases = [
+        "RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265\n",
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized\n",
+    ];
+    for log in cases {
+        let v = common::verdict_of(&[("train.log", log)]);
+        assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+        assert_eq!(v["status"], "crash", "{v:#}");
+    }
+}

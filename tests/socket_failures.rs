@@ -301,3 +301,30 @@ gpu-a:1542:1934 [0] NCCL INFO Call to connect returned Connection timed out, ret
     let v = &common::report_of(&[("worker.log", &on_eno1)])["verdict"];
     assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
 }
+
+/// Horovod under mpirun across Docker hosts (horovod#310's shape, Open MPI
+/// 3): Open MPI's TCP transport dialled docker0's 172.17.0.1, which every
+/// host has, and was refused by its own host; in the next run a process
+/// answered with another name than the one dialled. Open MPI's interface,
+/// not NCCL's, needs pinning.
+#[test]
+fn open_mpis_tcp_connect_to_dockers_bridge_is_its_interface_ompi_3() {
+    // Which host advertised the bridge address no line says; the process
+    // that met the wrong peer is on the host its prefix names.
+    for (line, host) in [
+        (
+            "[u10-154-66-206][[38971,1],2][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] connect() to 172.17.0.1 failed: Connection refused (111)\n",
+            Value::Null,
+        ),
+        (
+            "[u10-154-66-206][[39817,1],2][btl_tcp_endpoint.c:638:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[39817,1],3]\n",
+            Value::from("u10-154-66-206"),
+        ),
+    ] {
+        let v = common::verdict_of(&[("mpirun.log", line)]);
+        assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+        assert_eq!(v["cause"]["host"], host, "{v:#}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(remedy.contains("btl_tcp_if_include"), "{remedy}");
+    }
+}

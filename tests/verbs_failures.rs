@@ -117,3 +117,13 @@ fn a_failed_queue_pair_on_a_link_local_roce_gid_is_the_gid_index_nccl_2_21() {
     );
     assert!(gid_cause(&doc).is_none(), "{:#}", doc["verdict"]);
 }
+
+/// A tool's quote of UCX's error (mscclpp#335's shape, UCX 1.14 in a
+/// container without IPC_LOCK): only `UCX ERROR` is left of the prefix; the
+/// failed CQ creation is still the locked-memory limit.
+#[test]
+fn ucx_verbs_failure_without_its_prefix_is_still_read_ucx_1_14() {
+    let log = "UCX ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory\n";
+    let v = common::verdict_of(&[("ucx_info.log", log)]);
+    assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+}

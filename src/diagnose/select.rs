@@ -381,6 +381,9 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 || (e.kind == EventKind::StoreConnect && e.text_field("what") == Some("timeout"))
                 || (e.kind == EventKind::NcclInstall
                     && e.text_field("what") != Some("plugin_load_error"))
+                // A traceback ending in a CUDA error: that process died of it.
+                || (e.kind == EventKind::PythonException
+                    && super::rules::cuda_error_text(e).is_some())
                 || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
         })
         || job

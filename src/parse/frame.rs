@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use crate::model::{Level, RawTime, Sym, Who};
 
-use super::{kernel, nccl, stamps, torch, ucx};
+use super::{kernel, nccl, ompi, stamps, torch, ucx};
 
 /// A line with its prefixes read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +130,13 @@ fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
         if p.time.is_some() {
             f.time = p.time;
         }
+        return p.len;
+    }
+    if s.first() == Some(&b'[')
+        && let Some(p) = ompi::prefix(s)
+    {
+        f.who.host = Some(lossy(p.host));
+        f.who.rank = f.who.rank.or(Some(p.rank));
         return p.len;
     }
     let torch = torch::c10_prefix(s)

@@ -8,6 +8,7 @@ mod keep_last;
 pub mod kernel;
 pub mod lint;
 pub mod nccl;
+pub mod ompi;
 pub mod paste;
 mod repeat_key;
 mod run_memo;

@@ -92,9 +92,23 @@ pub fn cuda_error_text(ev: &Event) -> Option<&str> {
     match ev.kind {
         EventKind::WatchdogException => ev.text_field("cuda_error"),
         EventKind::CudaFailure => ev.text_field("error").or(ev.text_field("error2")),
-        EventKind::PythonException => ev
-            .text_field("message")
-            .and_then(|m| m.split_once("CUDA error: ").map(|(_, e)| e)),
+        EventKind::PythonException => ev.text_field("message").and_then(python_cuda_error),
         _ => None,
     }
+}
+
+/// The CUDA error in a Python exception's message, in the wordings torch
+/// has used: `CUDA error: …` (1.5+), THC's `cuda runtime error (39) : … at
+/// file:line` (≤1.4), and the device count's `… Error 802: …` (1.8+).
+fn python_cuda_error(message: &str) -> Option<&str> {
+    if let Some((_, error)) = message.split_once("CUDA error: ") {
+        return Some(error);
+    }
+    if let Some((_, rest)) = message.split_once("cuda runtime error (") {
+        let (_, error) = rest.split_once(") : ")?;
+        return Some(error.split_once(" at ").map_or(error, |(e, _)| e));
+    }
+    let (_, rest) = message.split_once("cudaGetDeviceCount()")?;
+    let (_, coded) = rest.split_once(" Error ")?;
+    coded.split_once(": ").map(|(_, e)| e)
 }

@@ -375,6 +375,24 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             EventKind::SocketError if ev.text_field("op") == Some("connect") => {
                 connect_errors.push(idx)
             }
+            // Open MPI dialled one process and another answered: two hosts
+            // share the address it dialled (a docker0 or virbr0 every host
+            // has), on an interface its TCP transport should not use.
+            EventKind::SocketError if ev.text_field("what") == Some("wrong_peer") => {
+                keep_host_or_reporters(&mut iface_hyp, ev);
+                if iface_hyp.support.len() < 6 {
+                    iface_hyp.support(
+                        Source::Launcher,
+                        0.6,
+                        Some(idx),
+                        "an MPI TCP connection reached another process than the one dialled: two hosts share the address it used",
+                    );
+                }
+                iface_hyp
+                    .values
+                    .entry("detail")
+                    .or_insert_with(|| "an address two hosts share".to_string());
+            }
             // Traffic with a peer at an address every host has its own copy
             // of: the peer advertised an interface only it can reach.
             EventKind::SocketError => {
@@ -539,6 +557,18 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 .filter(|r| r.host.as_deref() == Some(host.as_str()))
                 .map(|r| r.rank)
                 .collect();
+        }
+    }
+    // Only Open MPI's own TCP lines: its transport, not NCCL's, is pinned.
+    let by_mpi = |h: &Hypothesis| {
+        h.support.iter().all(|s| {
+            s.event
+                .is_some_and(|i| job.events[i].text_field("via") == Some("mpi"))
+        })
+    };
+    for h in [&mut iface_hyp, &mut fw_hyp] {
+        if !h.support.is_empty() && by_mpi(h) {
+            h.value("variant", "mpi_tcp");
         }
     }
     [iface_hyp, fw_hyp]
