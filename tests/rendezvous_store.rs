@@ -55,3 +55,35 @@ fn a_routable_store_that_times_out_is_only_a_lead_on_its_host_torch_2_3() {
     assert_eq!(fw["host"], "node001", "{v:#}");
     assert!(fw["confidence"].as_f64().unwrap() < 0.35, "{v:#}");
 }
+
+/// torch 2.1+ on a 512-process Slurm job: the store's server timed out with
+/// one process missing. No line says which, or why: the verdict is
+/// undecided and says how many never connected and whose logs to read.
+#[test]
+fn the_store_servers_client_timeout_says_how_many_never_joined_torch_2_1() {
+    let log = "torch.distributed.DistStoreError: Timed out after 1201 seconds waiting for clients. 511/512 clients joined.\n";
+    let v = common::verdict_of(&[("rank0.log", log)]);
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("511 of 512"), "{summary}");
+}
+
+/// The missing process's own crash decides it; the undecided store is then
+/// no alternative.
+#[test]
+fn a_crash_of_the_missing_process_decides_it_torch_2_1() {
+    let log = "\
+torch.distributed.DistStoreError: Timed out after 1201 seconds waiting for clients. 511/512 clients joined.
+srun: error: nid001: task 343: Segmentation fault
+";
+    let v = common::verdict_of(&[("slurm.log", log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    let alternatives: Vec<&str> = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert!(!alternatives.contains(&"unknown"), "{alternatives:?}");
+}

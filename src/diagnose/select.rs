@@ -180,6 +180,8 @@ pub fn choose(ctx: &Ctx<'_>, mut hyps: Vec<Hypothesis>, hang: Option<&Hang>) -> 
         .is_some_and(|h| h.kind != CauseKind::Unknown && h.capped_confidence() >= MIN_CONFIDENCE);
     if decisive {
         let best = hyps.remove(0);
+        // What a rule could not decide is no alternative to a decision.
+        hyps.retain(|h| h.kind != CauseKind::Unknown);
         hyps.truncate(MAX_ALTERNATIVES);
         return Choice {
             best,
@@ -304,7 +306,9 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         EventKind::NcclInstall => {
             matches!(e.text_field("what"), Some("net_missing" | "config_invalid"))
         }
-        EventKind::StoreConnect => e.text_field("what") == Some("timeout"),
+        EventKind::StoreConnect => {
+            matches!(e.text_field("what"), Some("timeout" | "clients_timeout"))
+        }
         // Its connections, or its own socket (a UDS bind).
         EventKind::ProxyError => matches!(e.text_field("op"), Some("Connect" | "Bind")),
         EventKind::NcclErrorChain => e
@@ -378,7 +382,8 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         || job.events.iter().any(|e| {
             (e.kind == EventKind::GlooInterface
                 && e.text_field("what") != Some("loopback_fallback"))
-                || (e.kind == EventKind::StoreConnect && e.text_field("what") == Some("timeout"))
+                || (e.kind == EventKind::StoreConnect
+                    && matches!(e.text_field("what"), Some("timeout" | "clients_timeout")))
                 || (e.kind == EventKind::NcclInstall
                     && e.text_field("what") != Some("plugin_load_error"))
                 // A traceback ending in a CUDA error: that process died of it.

@@ -24,6 +24,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(super::bootstrap::failed_bootstrap(ctx));
     out.extend(super::gloo::unusable_interface(ctx));
     out.extend(super::store::unreachable_store(ctx));
+    out.extend(super::store::clients_missing(ctx));
     out
 }
 

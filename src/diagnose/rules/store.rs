@@ -77,3 +77,35 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         .filter(|h| !h.support.is_empty())
         .collect()
 }
+
+/// The store's server timed out waiting for processes that never connected:
+/// what decides the cause is in their own logs (a crash before the process
+/// group, a wrong MASTER_ADDR, a blocked port, a node that never started),
+/// so the verdict says which to read. Decisive rules on those logs win.
+pub fn clients_missing(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let (idx, ev) = ctx
+        .job
+        .events_where(|k| k == EventKind::StoreConnect)
+        .find(|(_, e)| e.text_field("what") == Some("clients_timeout"))?;
+    let (joined, expected) = (ev.int("joined")?, ev.int("expected")?);
+    let missing = expected - joined;
+    let on = ctx
+        .job
+        .host_of_event(ev)
+        .map_or(String::new(), |h| format!(" on {h}"));
+    let mut h = Hypothesis::new(CauseKind::Unknown);
+    h.value(
+        "detail",
+        format!(
+            "The rendezvous store{on} waited {}s and {joined} of {expected} processes joined: {missing} never connected. Their own logs say why (a crash before init_process_group, a MASTER_ADDR or MASTER_PORT they cannot reach, a node that never started); collect them.",
+            ev.int("seconds").unwrap_or_default()
+        ),
+    );
+    h.support(
+        Source::Torch,
+        0.2,
+        Some(idx),
+        "the store's server timed out waiting for processes that never connected",
+    );
+    Some(h)
+}
