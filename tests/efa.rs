@@ -1,6 +1,7 @@
 //! The AWS EFA plugin (aws-ofi-nccl) failing to reach its peers: a lead to
 //! the instances' security group, told in EFA's own terms; or finding a
-//! peer's queue pair gone, which is the peer's crash.
+//! peer's queue pair gone, which is the peer's crash; or not starting at
+//! all in a container or stack that does not fit it.
 
 mod common;
 
@@ -90,4 +91,30 @@ fn a_request_finding_no_queue_pair_at_the_peer_is_its_crash_ofi_v1_7() {
     ])["verdict"];
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["cause"]["host"], "test-nccl-worker-1", "{v:#}");
+}
+
+/// aws-ofi-nccl 1.14 in a container that does not expose the EFA devices
+/// (aws-ofi-nccl#1020's shape): libfabric offers no provider, so the plugin
+/// cannot start and no communicator can set up.
+#[test]
+fn no_libfabric_provider_is_the_containers_set_up_aws_ofi_nccl_1_14() {
+    let log = "[2025-10-16 22:16:08] ip-172-31-3-90:1929:1937 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data available\n";
+    let v = common::verdict_of(&[("nccl.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("/dev/infiniband"), "{remedy}");
+}
+
+/// NCCL 2.19+ with the libfabric of an EFA installer before 1.29
+/// (aws-ofi-nccl#584, awsome-distributed-training#203): CUDA memory
+/// (`type = 2`) cannot be registered, `RC: -22`. The remedy is the
+/// installer, not the memlock limit.
+#[test]
+fn cuda_memory_the_efa_libfabric_refuses_is_the_stack_mismatch_aws_ofi_nccl_1_7() {
+    let log = "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -22, Error: Invalid argument\n";
+    let v = common::verdict_of(&[("warn.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("1.29.1"), "{remedy}");
 }

@@ -304,7 +304,10 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::DuplicateGpu => true,
         // Graph capture fails when the program captures, after set-up.
         EventKind::NcclInstall => {
-            matches!(e.text_field("what"), Some("net_missing" | "config_invalid"))
+            matches!(
+                e.text_field("what"),
+                Some("net_missing" | "config_invalid" | "efa_cuda_register")
+            )
         }
         EventKind::StoreConnect => {
             matches!(e.text_field("what"), Some("timeout" | "clients_timeout"))

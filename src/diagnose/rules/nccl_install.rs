@@ -39,11 +39,11 @@ fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypoth
     let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
     h.value("variant", "net_plugin");
     h.host.clone_from(&host);
-    let net = first
-        .text_field("net")
-        .map_or(String::from("no network plugin initialised"), |n| {
-            format!("network {n} not found")
-        });
+    let net = match (first.text_field("net"), first.text_field("error")) {
+        (Some(net), Some(error)) => format!("{net}: no provider, `{error}`"),
+        (Some(net), None) => format!("network {net} not found"),
+        (None, _) => String::from("no network plugin initialised"),
+    };
     h.support(
         Source::Nccl,
         0.6,
@@ -111,11 +111,19 @@ fn library_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypot
                 "this NCCL build cannot be captured in a CUDA graph on this driver: it was built for another CUDA release",
                 "the NCCL build cannot be captured in a CUDA graph: built for a CUDA runtime or driver other than this host's".to_string(),
             ),
+            Some("efa_cuda_register") => (
+                0.55,
+                "libfabric refused to register CUDA memory for the EFA plugin: NCCL 2.19+ with the libfabric of an EFA installer before 1.29 fail so",
+                "libfabric refused to register CUDA memory (`RC: -22`)".to_string(),
+            ),
             _ => continue,
         };
         if h.support.is_empty() {
             h.host = ctx.job.host_of_event(ev).map(str::to_string);
             h.value("detail", detail);
+            if ev.text_field("what") == Some("efa_cuda_register") {
+                h.value("variant", "efa_libfabric");
+            }
         }
         if h.support.len() < CITED {
             h.support(
