@@ -177,3 +177,32 @@ slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT 2022-05-
     assert_eq!(v["cause"]["host"], "gpu20-15", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
+
+/// torch 2.7 under `mp.spawn` on one host (pytorch#152302's shape): the
+/// parent SIGTERMs the other child and raises for the one that failed,
+/// whose traceback (cut here) follows. Child 1 died first; a job with such
+/// a report is never healthy.
+#[test]
+fn spawns_report_of_the_child_that_raised_names_it_torch_2_7() {
+    let log = "\
+W0428 00:47:04.140000 51980 .venv/lib/python3.12/site-packages/torch/multiprocessing/spawn.py:169] Terminating process 52051 via signal SIGTERM
+
+-- Process 1 terminated with the following error:
+Traceback (most recent call last):
+  File \"/home/x/.venv/lib/python3.12/site-packages/torch/multiprocessing/spawn.py\", line 90, in _wrap
+    fn(i, *args)
+";
+    let v = common::verdict_of(&[("spawn.log", log)]);
+    assert_eq!(v["status"], "crash", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}
+
+/// A child killed by a signal has no traceback: spawn names the signal.
+#[test]
+fn spawns_report_of_a_child_killed_by_a_signal_names_it_torch_2() {
+    let log = "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL\n";
+    let v = common::verdict_of(&[("spawn.log", log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}

@@ -167,19 +167,28 @@ fn worker_failed(job: &Job, index: &RankIndex<'_>, ev: &Event, idx: EventIdx) ->
         .min()
         // One node and nothing else to go by: local ranks are global ranks.
         .or(local.filter(|_| job.hosts.len() <= 1 && host_count_from_agents(job) <= 1));
-    let mut d = death(
-        ev,
-        idx,
-        exit_kind(exitcode),
-        exit_reason("worker", exitcode),
-    );
+    let signal = exitcode
+        .filter(|&c| c < 0)
+        .and_then(|c| signal_name(-c))
+        .or(ev.text_field("signal_name"))
+        .map(str::to_string);
+    let (kind, reason) = match (ev.text_field("what"), &signal) {
+        // torch.multiprocessing.spawn's child that raised: its traceback
+        // follows, its own exception decides what it was.
+        (Some("raised"), _) => (
+            DeathKind::ExitCode,
+            "worker raised an exception (torch.multiprocessing.spawn)".to_string(),
+        ),
+        (_, Some(sig)) if exitcode.is_none() => {
+            (DeathKind::Signal, format!("worker killed by {sig}"))
+        }
+        _ => (exit_kind(exitcode), exit_reason("worker", exitcode)),
+    };
+    let mut d = death(ev, idx, kind, reason);
     d.rank = rank;
     d.pid = pid;
     d.exitcode = exitcode;
-    d.signal = exitcode
-        .filter(|&c| c < 0)
-        .and_then(|c| signal_name(-c))
-        .map(str::to_string);
+    d.signal = signal;
     d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
     Some(d)
 }
