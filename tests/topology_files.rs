@@ -58,3 +58,34 @@ fn a_missing_attribute_is_the_plugins_topology_file_where_one_was_set_ofi_v1_7()
     let alone = v["cause"]["confidence"].as_f64().unwrap();
     assert!(alone < with_file && alone < 0.5, "{alone} vs {with_file}");
 }
+
+/// An Azure image that sets NCCL_GRAPH_FILE (nccl#1240's shape, NCCL 2.18):
+/// NCCL warns while setting up and no communicator comes up. NCCL's
+/// maintainers call the setting a debugging one never to be set in
+/// production: the lead the verdict names.
+#[test]
+fn a_graph_file_set_where_no_communicator_came_up_is_the_lead_nccl_2_18() {
+    let log = "\
+Spotllm:73025:73112 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml
+Spotllm:73025:73112 [0] init.cc:1080 NCCL WARN Error : no algorithm/protocol available
+Spotllm:73025:73112 [0] NCCL INFO init.cc:1261 -> 3
+";
+    let v = common::verdict_of(&[("nccl.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("NCCL_GRAPH_FILE"), "{summary}");
+}
+
+/// Where communicators came up, the setting blamed nothing.
+#[test]
+fn a_graph_file_set_on_a_job_that_came_up_is_no_lead() {
+    let log = "\
+n1:10:10 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml
+n1:10:10 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 1 cudaDev 0 busId 18000 - Init COMPLETE
+";
+    let v = common::verdict_of(&[("nccl.log", log)]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"config_mismatch"),
+        "{v:#}"
+    );
+}

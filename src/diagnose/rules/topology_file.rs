@@ -9,7 +9,7 @@
 //! file in the logs it is a lead only.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, EventKind};
+use crate::model::{CauseKind, EventKind, Level};
 
 use super::Ctx;
 
@@ -59,7 +59,48 @@ pub fn topology_file(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             h.support(Source::Nccl, weight, Some(idx), why);
         }
     }
+    if h.support.is_empty() {
+        graph_file_set(ctx, &mut h);
+    }
     (!h.support.is_empty()).then_some(h)
+}
+
+/// NCCL_GRAPH_FILE replaces NCCL's own search for channels with a file;
+/// NCCL's maintainers call it a debugging setting never to be set in
+/// production, yet images set it (nccl#1240). Where no communicator came
+/// up, it is a lead: stronger where NCCL warned, a pointer otherwise.
+fn graph_file_set(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    let job = ctx.job;
+    let came_up = job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"));
+    if came_up {
+        return;
+    }
+    let Some((idx, ev)) = job
+        .events_where(|k| k == EventKind::NcclEnvSetting)
+        .find(|(_, e)| e.text_field("name") == Some("NCCL_GRAPH_FILE"))
+    else {
+        return;
+    };
+    let warned = job.events.iter().any(|e| {
+        e.level >= Level::Warn
+            && e.kind != EventKind::NcclEnvSetting
+            && e.text.contains("NCCL WARN")
+    });
+    let path = ev.text_field("value").unwrap_or_default();
+    h.host = ev.who.host.as_deref().map(str::to_string);
+    h.value(
+        "detail",
+        format!("NCCL_GRAPH_FILE={path}, a debugging setting"),
+    );
+    h.support(
+        Source::Nccl,
+        if warned { 0.45 } else { 0.3 },
+        Some(idx),
+        "NCCL was given a graph file instead of searching its channels itself, and no communicator came up",
+    );
 }
 
 /// The WARN's message, from its `NCCL WARN ` on.
