@@ -206,3 +206,31 @@ fn spawns_report_of_a_child_killed_by_a_signal_names_it_torch_2() {
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// The child's own exception, where the paste kept it, decides: running out
+/// of GPU memory is its crash; an NCCL error because a peer went away is a
+/// consequence, and names no culprit (torch 2.x `mp.spawn`).
+#[test]
+fn the_spawned_childs_own_exception_decides_whether_it_crashed_first_torch_2() {
+    let report = |exception: &str| {
+        format!(
+            "-- Process 1 terminated with the following error:\n\
+             Traceback (most recent call last):\n  \
+             File \"/x/torch/multiprocessing/spawn.py\", line 90, in _wrap\n    \
+             fn(i, *args)\n\
+             {exception}\n"
+        )
+    };
+    let oom = report("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.");
+    let v = common::verdict_of(&[("spawn.log", &oom)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+    let reason = v["cause"]["summary"].as_str().unwrap();
+    assert!(reason.contains("out of memory"), "{reason}");
+
+    let echo = report(
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, remote process exited or there was a network error, NCCL version 2.20.5",
+    );
+    let v = common::verdict_of(&[("spawn.log", &echo)]);
+    assert_ne!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}

@@ -48,7 +48,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
                 .enumerate()
                 .filter_map(|(idx, ev)| match ev.kind {
                     EventKind::PythonException => python_exception(ev, idx, rules),
-                    EventKind::WorkerFailed => worker_failed(job_read, &index, ev, idx),
+                    EventKind::WorkerFailed => worker_failed(job_read, &index, ev, idx, rules),
                     EventKind::ProcessSignaled => process_signaled(&index, ev, idx, rules),
                     EventKind::TaskExited => task_exited(&index, ev, idx),
                     EventKind::ClosingSignal => closing_signal(&index, ev, idx),
@@ -152,7 +152,13 @@ impl<'a> RankIndex<'a> {
 }
 
 /// The torchrun agent names the worker by local rank and pid, on its own host.
-fn worker_failed(job: &Job, index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death> {
+fn worker_failed(
+    job: &Job,
+    index: &RankIndex<'_>,
+    ev: &Event,
+    idx: EventIdx,
+    rules: &ConsequenceRules,
+) -> Option<Death> {
     let exitcode = ev.int("exitcode");
     let pid = ev.int("worker_pid").map(|p| p as u32);
     let local = ev.int("worker_local_rank").map(|l| l as u32);
@@ -172,13 +178,19 @@ fn worker_failed(job: &Job, index: &RankIndex<'_>, ev: &Event, idx: EventIdx) ->
         .and_then(|c| signal_name(-c))
         .or(ev.text_field("signal_name"))
         .map(str::to_string);
+    let raised = (ev.text_field("what") == Some("raised"))
+        .then(|| child_error(job, ev, idx, rules))
+        .flatten();
     let (kind, reason) = match (ev.text_field("what"), &signal) {
         // torch.multiprocessing.spawn's child that raised: its traceback
-        // follows, its own exception decides what it was.
-        (Some("raised"), _) => (
-            DeathKind::ExitCode,
-            "worker raised an exception (torch.multiprocessing.spawn)".to_string(),
-        ),
+        // follows, and its error, where the paste kept it, says what it was.
+        (Some("raised"), _) => match &raised {
+            Some(error) => (DeathKind::Exception, error.reason.clone()),
+            None => (
+                DeathKind::ExitCode,
+                "worker raised an exception (torch.multiprocessing.spawn)".to_string(),
+            ),
+        },
         (_, Some(sig)) if exitcode.is_none() => {
             (DeathKind::Signal, format!("worker killed by {sig}"))
         }
@@ -189,8 +201,61 @@ fn worker_failed(job: &Job, index: &RankIndex<'_>, ev: &Event, idx: EventIdx) ->
     d.pid = pid;
     d.exitcode = exitcode;
     d.signal = signal;
-    d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"));
+    d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"))
+        || raised.is_some_and(|error| error.consequence);
     Some(d)
+}
+
+/// How far a spawn child's traceback runs after its header, in lines.
+const TRACEBACK_LINES: u64 = 200;
+
+/// What a spawned child died of, as its traceback ends.
+struct ChildError {
+    reason: String,
+    /// NCCL or its watchdog failing under it, or an exception the
+    /// knowledge base marks as one raised because NCCL failed.
+    consequence: bool,
+}
+
+/// The error that ends the traceback a spawn report's header opens: the
+/// first exception or NCCL error read after it in the same file.
+fn child_error(
+    job: &Job,
+    header: &Event,
+    idx: EventIdx,
+    rules: &ConsequenceRules,
+) -> Option<ChildError> {
+    let e = job.events[idx + 1..]
+        .iter()
+        .take_while(|e| {
+            e.origin.file == header.origin.file
+                && e.origin.line <= header.origin.line + TRACEBACK_LINES
+                && e.kind != EventKind::WorkerFailed
+        })
+        .find(|e| {
+            matches!(
+                e.kind,
+                EventKind::PythonException
+                    | EventKind::NcclErrorReport
+                    | EventKind::WatchdogTimeout
+                    | EventKind::WatchdogException
+                    | EventKind::CommAborted
+            )
+        })?;
+    Some(match e.kind {
+        EventKind::PythonException => {
+            let exc = e.text_field("exc_type").unwrap_or("Exception");
+            let message = e.text_field("message").unwrap_or("");
+            ChildError {
+                reason: format!("{exc}: {message}"),
+                consequence: rules.is_consequence(exc, message),
+            }
+        }
+        _ => ChildError {
+            reason: e.text.trim().chars().take(200).collect(),
+            consequence: true,
+        },
+    })
 }
 
 /// How many distinct hosts the torchrun agents' lines come from.
