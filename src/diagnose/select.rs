@@ -449,11 +449,7 @@ fn nccl_info_logged(job: &Job) -> bool {
 
 /// Some rank finished initialising a communicator.
 fn init_completed(ctx: &Ctx<'_>) -> bool {
-    ctx.job
-        .events
-        .iter()
-        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"))
-        || !ctx.job.pg_states.is_empty()
+    ctx.job.a_comm_came_up() || !ctx.job.pg_states.is_empty()
 }
 
 /// The culprits: the chosen cause's ranks, else the ranks that fell behind.

@@ -249,6 +249,12 @@ impl Job {
         self.kinds = self.events.iter().map(|e| e.kind).collect();
     }
 
+    /// Some communicator finished its init (an `Init COMPLETE` line).
+    pub fn a_comm_came_up(&self) -> bool {
+        self.events_where(|k| k == EventKind::NcclCommInit)
+            .any(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
+    }
+
     /// The events whose kind `wanted` accepts, with their indices, in
     /// order. A job whose kinds were not indexed (one built by hand) is
     /// read event by event.

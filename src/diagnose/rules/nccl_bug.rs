@@ -314,10 +314,7 @@ fn is_nccl_error(ev: &Event) -> bool {
 /// Init failed: NCCL reported an error and no communicator ever completed
 /// its init (nor ran a collective the watchdog could report on).
 fn init_failure(job: &Job) -> Option<EventIdx> {
-    let completed = job
-        .events_where(|k| k == EventKind::NcclCommInit)
-        .any(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
-        || !job.pg_states.is_empty();
+    let completed = job.a_comm_came_up() || !job.pg_states.is_empty();
     if completed {
         return None;
     }

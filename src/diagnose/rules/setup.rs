@@ -583,11 +583,7 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// lead only, and none once a communicator finished init, since a peer
 /// that starts listening late is refused for a while in healthy jobs too.
 fn unanswered_retries(job: &crate::model::Job, fw: &mut Hypothesis, iface: &mut Hypothesis) {
-    let init_done = job
-        .events
-        .iter()
-        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"));
-    if init_done {
+    if job.a_comm_came_up() {
         return;
     }
     for (idx, ev) in job.events_where(|k| k == EventKind::SocketRetry).take(2) {

@@ -71,11 +71,7 @@ pub fn topology_file(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// up, it is a lead: stronger where NCCL warned, a pointer otherwise.
 fn graph_file_set(ctx: &Ctx<'_>, h: &mut Hypothesis) {
     let job = ctx.job;
-    let came_up = job
-        .events
-        .iter()
-        .any(|e| e.kind == EventKind::NcclCommInit && e.text_field("phase") == Some("COMPLETE"));
-    if came_up {
+    if job.a_comm_came_up() {
         return;
     }
     let Some((idx, ev)) = job
