@@ -165,3 +165,28 @@ fn a_save_starting_as_the_others_entered_the_collective_names_the_saver() {
         "{v:#}"
     );
 }
+
+/// LlamaFactory#1169's shape (NCCL 2.18.5, torch 2.1): the traceback runs
+/// through main_process_first's barrier, but the barrier itself raised
+/// `unhandled cuda error` (`Cuda failure 'invalid argument'`): NCCL failed
+/// under this rank, it was not waiting for rank 0 — the release's defect in
+/// connection set-up explains it.
+#[test]
+fn a_barrier_that_failed_on_its_own_cuda_error_is_no_wait_for_rank_0_nccl_2_18_5() {
+    let log = "  File \"/src/llmtuner/dsets/preprocess.py\", line 216, in preprocess_dataset\n\
+    with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n\
+  File \"/env/lib/python3.10/site-packages/transformers/training_args.py\", line 2084, in main_process_first\n\
+    dist.barrier()\n\
+  File \"/env/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 3696, in barrier\n\
+    work = default_pg.barrier(opts=opts)\n\
+torch.distributed.DistBackendError: NCCL error in: /opt/conda/conda-bld/pytorch_1695392067780/work/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1331, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.5\n\
+ncclUnhandledCudaError: Call to CUDA function failed.\n\
+Last error:\n\
+Cuda failure 'invalid argument'\n";
+    let v = verdict(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "nccl_bug", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("2.18"),
+        "{v:#}"
+    );
+}

@@ -225,6 +225,8 @@ struct CodeSpec {
     code: i64,
     name: String,
     meaning: String,
+    #[serde(default)]
+    own: bool,
 }
 
 /// What an NVIDIA Xid means and how much it says about the GPU.
@@ -264,6 +266,9 @@ pub struct CauseText {
 pub struct CodeText {
     pub name: String,
     pub meaning: String,
+    /// An NCCL result that reports the calling rank's own failure (its CUDA
+    /// calls, its arguments), not a peer that went away.
+    pub own: bool,
 }
 
 #[derive(Debug)]
@@ -356,6 +361,7 @@ impl Knowledge {
                         CodeText {
                             name: c.name,
                             meaning: c.meaning,
+                            own: c.own,
                         },
                     )
                 })
@@ -494,6 +500,15 @@ impl Knowledge {
 
     pub fn nccl_result(&self, code: i64) -> Option<&CodeText> {
         self.nccl_result.get(&code)
+    }
+
+    /// Whether an NCCL error text PyTorch raised (`unhandled cuda error (run
+    /// with …)`) names a result of the rank's own failing.
+    pub fn nccl_error_is_own(&self, error: &str) -> bool {
+        let error = error.trim_start().to_ascii_lowercase();
+        self.nccl_result
+            .values()
+            .any(|r| r.own && error.starts_with(&r.meaning.to_ascii_lowercase()))
     }
 
     pub fn xid(&self, code: i64) -> Option<&XidInfo> {

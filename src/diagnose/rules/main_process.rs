@@ -35,6 +35,7 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 && e.int("root").is_none_or(|root| root == 0)
                 && e.who.rank != Some(0)
         })
+        .filter(|&(idx, e)| !failed_on_its_own(ctx, idx, e))
         .collect();
     // Rank 0 at the barrier or in a collective of its own was not elsewhere.
     let zero_arrived = job.events.iter().any(|e| {
@@ -112,6 +113,27 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         },
     );
     Some(h)
+}
+
+/// How many lines a traceback may run from a frame to its exception.
+const TRACEBACK_LINES: u64 = 200;
+
+/// A wait whose traceback ends in an NCCL error of the rank's own (a CUDA
+/// call failed, an internal error, invalid usage): the barrier or set-up
+/// failed under it, it was not waiting for anyone.
+fn failed_on_its_own(ctx: &Ctx<'_>, idx: usize, wait: &crate::model::Event) -> bool {
+    let ending = ctx.job.events[idx + 1..]
+        .iter()
+        .take_while(|e| {
+            e.origin.file == wait.origin.file
+                && e.origin.line <= wait.origin.line + TRACEBACK_LINES
+        })
+        .find(|e| matches!(e.kind, EventKind::PythonException | EventKind::NcclErrorReport));
+    ending.is_some_and(|e| {
+        e.kind == EventKind::NcclErrorReport
+            && e.text_field("error")
+                .is_some_and(|error| ctx.kb.nccl_error_is_own(error))
+    })
 }
 
 /// How long before the hung collective began a save may have started and
