@@ -461,6 +461,43 @@ fn blackwell_shared_memory_is_the_defect_of_2_25_1_fixed_in_2_26_2() {
     assert!(nccl_bug(&analyze(fixed.path())).is_none());
 }
 
+/// TensorRT-LLM#4238's shape (two ranks behind a bare `[N] ` prefix, no
+/// version line): the kernel launch fails at `enqueue.cc:1500` with `Cuda
+/// failure 1 'invalid argument'`, the CUCHECK of cuLaunchKernelEx that only
+/// NCCL 2.25.1 has on that line: the oversized shared memory of the defect
+/// fixed in 2.26.2, dated by the line itself. The same text one line off (no
+/// release's launch) names no defect.
+#[test]
+fn a_launch_failure_at_2_25_1s_enqueue_line_is_the_blackwell_defect_without_a_version_line() {
+    let lines = |line: u32| {
+        let mut out = Vec::new();
+        for rank in [1, 0] {
+            out.push(format!(
+                "[{rank}] enqueue.cc:{line} NCCL WARN Cuda failure 1 'invalid argument'"
+            ));
+            out.push(format!("[{rank}] NCCL INFO group.cc:242 -> 1"));
+            out.push(format!("[{rank}] NCCL INFO group.cc:470 -> 1"));
+            out.push("Failed, NCCL error /src/tensorrt_llm/thop/allreduceOp.cpp:308 'unhandled cuda error (run with NCCL_DEBUG=INFO for details)'".to_string());
+        }
+        out
+    };
+    let dir = job(&[("output.log", lines(1500))]);
+    let doc = analyze(dir.path());
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        bug["summary"].as_str().unwrap().contains("blackwell_shared_mem"),
+        "{bug:#}"
+    );
+    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
+
+    let other = job(&[("output.log", lines(1501))]);
+    let doc = analyze(other.path());
+    assert!(
+        nccl_bug(&doc).is_none_or(|b| !b["summary"].as_str().unwrap().contains("blackwell")),
+        "{doc:#}"
+    );
+}
+
 /// vLLM#3688's shape: a Ray worker's DistBackendError on NCCL 2.18.1 whose
 /// last CUDA error is `invalid argument` — the unsynchronised copy of
 /// ncclTransportP2pSetup fixed in 2.18.6 / 2.19.3 (NVIDIA/nccl#957). Named on
