@@ -18,6 +18,7 @@ mod gloo;
 mod gpu;
 mod gpu_health;
 mod gpu_memory;
+mod gpudirect;
 mod horovod;
 mod kernel;
 mod main_process;
@@ -63,6 +64,7 @@ pub fn hypotheses(
             gpu::hypotheses(ctx)
                 .into_iter()
                 .chain(gpu_health::hypotheses(ctx))
+                .chain(gpudirect::broken_gpudirect(ctx))
                 .collect()
         },
         &|| network::hypotheses(ctx, hang),
