@@ -461,6 +461,44 @@ fn blackwell_shared_memory_is_the_defect_of_2_25_1_fixed_in_2_26_2() {
     assert!(nccl_bug(&analyze(fixed.path())).is_none());
 }
 
+/// horovod#893's shape (NCCL 2.4.2, TensorFlow + Horovod, no version line
+/// in the paste): rank 2's SHM set-up fails in cudaHostRegister at
+/// `include/shm.h:42` and the chain runs through `transport/shm.cu`: the
+/// segment-name reuse of ring and tree peers fixed in 2.4.6, dated by the
+/// `.cu` source only 2.4.2 (of the releases with that registration line)
+/// prints. 2.4.8's chain (`shm.cc`) names no defect.
+#[test]
+fn shm_set_up_invalid_argument_of_2_4_2_is_the_segment_name_reuse_fixed_in_2_4_6() {
+    let lines = |ext: &str| {
+        vec![
+            "heinzel135:151779:151929 [1] NCCL INFO Ring 00 : 1[1] -> 2[2] via direct shared memory".to_string(),
+            "heinzel136:84299:84449 [0] NCCL INFO Ring 00 : 3 -> 4 [receive] via NET/IB/0".to_string(),
+            "heinzel135:151780:151928 [2] NCCL INFO Ring 00 : 2[2] -> 3[3] via direct shared memory".to_string(),
+            String::new(),
+            "heinzel135:151780:151928 [2] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'".to_string(),
+            format!("heinzel135:151780:151928 [2] NCCL INFO transport/shm.{ext}:187 -> 1"),
+            format!("heinzel135:151780:151928 [2] NCCL INFO init.{ext}:658 -> 1"),
+        ]
+    };
+    let dir = job(&[("horovod.log", lines("cu"))]);
+    let doc = analyze(dir.path());
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        bug["summary"].as_str().unwrap().contains("shm_segment_name_reuse_2_4")
+            && bug["summary"].as_str().unwrap().contains("fixed in 2.4.6"),
+        "{bug:#}"
+    );
+    assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
+
+    let mut later = lines("cc");
+    later.insert(0, "heinzel135:151780:151780 [2] NCCL INFO NCCL version 2.4.8+cuda10.0".into());
+    let doc = analyze(job(&[("horovod.log", later)]).path());
+    assert!(
+        nccl_bug(&doc).is_none_or(|b| !b["summary"].as_str().unwrap().contains("shm_segment")),
+        "{doc:#}"
+    );
+}
+
 /// TensorRT-LLM#4238's shape (two ranks behind a bare `[N] ` prefix, no
 /// version line): the kernel launch fails at `enqueue.cc:1500` with `Cuda
 /// failure 1 'invalid argument'`, the CUCHECK of cuLaunchKernelEx that only
