@@ -527,6 +527,8 @@ fn a_launch_failure_at_2_25_1s_enqueue_line_is_the_blackwell_defect_without_a_ve
         "{bug:#}"
     );
     assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
+    // The rank whose own launch failed is the one the defect struck.
+    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([1]), "{doc:#}");
 
     let other = job(&[("output.log", lines(1501))]);
     let doc = analyze(other.path());

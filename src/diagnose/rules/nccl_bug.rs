@@ -116,7 +116,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             .then(a.bug.id.cmp(&b.bug.id))
     });
     let best = found.first()?;
-    Some(hypothesis(best, &found[1..]))
+    Some(hypothesis(ctx.job, best, &found[1..]))
 }
 
 /// The NCCL versions of the job, oldest first, each with the line that
@@ -335,9 +335,19 @@ fn first_error(job: &Job) -> Option<EventIdx> {
     })
 }
 
-fn hypothesis(best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
+fn hypothesis(job: &Job, best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     let bug = best.bug;
     let mut h = Hypothesis::new(CauseKind::NcclBug);
+    // The ranks whose own NCCL failed in the defect's way are the ones it
+    // struck; a hang's timeouts (every rank's) name none.
+    h.ranks = best
+        .cited
+        .iter()
+        .filter(|c| c.symptom)
+        .filter_map(|c| job.events.get(c.event?))
+        .filter(|e| is_nccl_error(e))
+        .filter_map(|e| e.who.rank)
+        .collect();
     let (scale, version) = match &best.dating {
         Dating::Printed(v) => (1.0, v.to_string()),
         Dating::Shipped(torch, nccl) => (
