@@ -34,6 +34,8 @@ vm-a100:16674:17023 [0] NCCL INFO init.cc:1301 -> 2
         "{c:#}"
     );
     assert_eq!(v["status"], "init_failure", "{v:#}");
+    // The rank whose NCCL could not set up from the file.
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
 
 /// aws-ofi-nccl#785's WARN: a CPU node without `arch`, which NCCL's own

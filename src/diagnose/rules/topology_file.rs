@@ -48,6 +48,8 @@ pub fn topology_file(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             .host
             .take()
             .or_else(|| ev.who.host.as_deref().map(str::to_string));
+        // The ranks whose NCCL could not set up from the file.
+        h.ranks.extend(ev.who.rank);
         h.values.entry("detail").or_insert_with(|| {
             let warn = warn_text(&ev.text);
             match &file {
