@@ -100,7 +100,9 @@ fn grep_file_prefix(s: &[u8]) -> Option<usize> {
     if digits > 0 && s.get(n + digits) == Some(&b':') {
         n += digits + 1;
     }
-    nccl_writer(&s[n..]).map(|_| n)
+    // A stamp the writer put first may stand between (NCCL 2.26+ WARN lines).
+    let stamp = leading_stamp(&s[n..]).map_or(0, |(_, len)| len);
+    nccl_writer(&s[n + stamp..]).map(|_| n)
 }
 
 /// Reads a writer prefix (NCCL, c10, glog, Python logging) into `f`; returns
@@ -200,11 +202,19 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         // A log viewer's stamp pasted with the indent it was shown at.
         b' ' => {
             let sp = spaces(s);
-            if !s.get(sp).is_some_and(u8::is_ascii_digit) {
+            if !s.get(sp).is_some_and(|b| b.is_ascii_digit() || *b == b'|') {
                 return None;
             }
             let (t, n) = leading_stamp(&s[sp..])?;
             Some((t, sp + n))
+        }
+        // A log console's table row (CloudWatch: `| 2024-11-28T07:42:11.527Z | `).
+        b'|' => {
+            let sp = spaces(&s[1..]);
+            let (t, n) = stamps::date_time(&s[1 + sp..])?;
+            let end = 1 + sp + n;
+            let bar = end + spaces(&s[end..]);
+            (s.get(bar) == Some(&b'|')).then(|| (t, bar + 1 + spaces(&s[bar + 1..])))
         }
         b'[' => {
             let (t, n) = stamps::date_time(&s[1..])?;
@@ -510,6 +520,24 @@ mod tests {
         // A message that starts with a file name keeps it.
         let f = plain(b"notes.txt: saved");
         assert_eq!(f.body, b"notes.txt: saved");
+        // llm-d#191: NCCL 2.26+ stamps its WARN lines before the prefix.
+        let f = plain(b"ms-pd-prefill-2.log:[2025-09-17 15:16:23] host7:311:405 [0] misc/ibvwrap.cc:262 NCCL WARN x");
+        assert_eq!(f.who.host.as_deref(), Some("host7"));
+        assert!(f.time.is_some());
+        assert_eq!(f.body, b"x");
+    }
+
+    #[test]
+    fn a_log_consoles_table_row_stamp_is_peeled_cloudwatch() {
+        // aws-ofi-nccl#715: SageMaker logs copied from CloudWatch's table.
+        let f = plain(b"  | 2024-11-28T07:42:11.527Z | algo-1:17778:17848 [5] NCCL INFO NET/OFI Selected provider is efa");
+        assert_eq!(f.who.host.as_deref(), Some("algo-1"));
+        assert_eq!(f.who.pid, Some(17778));
+        assert!(f.time.is_some());
+        assert_eq!(f.body, b"NET/OFI Selected provider is efa");
+        // A pipe that is not a stamp's cell stays in the body.
+        let f = plain(b"| rank | host |");
+        assert_eq!(f.body, b"| rank | host |");
     }
 
     #[test]
