@@ -190,3 +190,41 @@ Cuda failure 'invalid argument'\n";
         "{v:#}"
     );
 }
+
+/// accelerate#314's shape (torch 1.x, old WorkNCCL without SeqNum): a
+/// process indexing a 200 GB file shows its progress bar at 30:01, 35 %
+/// done, as rank 6's 1800 s watchdog fires: it never entered the
+/// collective. A bar that had finished, or had run far less than the
+/// timeout, says nothing of the kind.
+#[test]
+fn a_progress_bar_unfinished_after_the_timeout_is_the_work_the_others_waited_for() {
+    let log = |bar: &str| {
+        format!(
+            "<class 'data.read_data.LineShuffler'>: Init /data/NegativeTrain\n\
+{bar}\n\
+[E ProcessGroupNCCL.cpp:485] [Rank 6] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802246 milliseconds before timing \n\
+out.\n"
+        )
+    };
+    let busy = " 35%|████████████████████                    | 73811210851/208140108456 [30:01<57:14, 39115047.81MB/s]";
+    let v = verdict(&[("output.log", &log(busy))]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("still busy") && summary.contains("30:01 elapsed"),
+        "{v:#}"
+    );
+    assert!(
+        v["cause"]["remedy"].as_str().unwrap().contains("timeout"),
+        "{v:#}"
+    );
+
+    for quiet in [
+        "100%|████████████████████████████████████████| 208140108456/208140108456 [30:01<00:00, 39115047.81MB/s]",
+        " 35%|████████████████████                    | 73811210851/208140108456 [10:01<17:14, 39115047.81MB/s]",
+    ] {
+        let v = verdict(&[("output.log", &log(quiet))]);
+        let summary = v["cause"]["summary"].as_str().unwrap_or_default();
+        assert!(!summary.contains("still busy"), "{v:#}");
+    }
+}

@@ -230,6 +230,9 @@ event_kinds! {
     /// A rank started saving a checkpoint or the model (work one rank often
     /// does alone while the others wait in the next collective).
     CheckpointSave => "checkpoint_save",
+    /// A progress bar (tqdm and its look-alikes): the work a process was
+    /// still doing, and for how long it had run.
+    ProgressBar => "progress_bar",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)

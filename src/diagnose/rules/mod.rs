@@ -26,6 +26,7 @@ mod nccl_bug;
 mod nccl_install;
 mod network;
 mod process;
+mod progress;
 mod setup;
 mod shm;
 mod store;

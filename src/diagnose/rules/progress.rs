@@ -1,0 +1,133 @@
+//! Work a process was still doing when the others gave up waiting: its
+//! progress bar (preprocessing, tokenizing, indexing a dataset, validation
+//! on one rank) had already run as long as the collective's timeout, and had
+//! not finished. The process printing it never entered the collective.
+
+use std::collections::BTreeSet;
+
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, Event, EventKind};
+
+use super::Ctx;
+use super::application::on_the_ranks;
+
+/// How much of the timeout a bar must have run: the watchdog fires on its
+/// own clock, the bar's elapsed time is rounded to the second.
+const SHARE_OF_TIMEOUT: f64 = 0.9;
+
+pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+    let timeout_ms = ctx
+        .job
+        .events_where(|k| k == EventKind::WatchdogTimeout)
+        .filter(|(_, e)| hang.seq.is_none() || e.int("seq").is_none_or(|s| Some(s) == hang.seq))
+        .filter_map(|(_, e)| e.int("timeout_ms"))
+        .max()?;
+    let (idx, bar) = ctx
+        .job
+        .events_where(|k| k == EventKind::ProgressBar)
+        .filter(|(_, e)| unfinished(e))
+        .filter(|(_, e)| e.who.rank.is_none_or(|r| !hang.timed_out.contains(&r)))
+        .filter(|(_, e)| {
+            elapsed_s(e).is_some_and(|s| s as f64 * 1000.0 >= SHARE_OF_TIMEOUT * timeout_ms as f64)
+        })
+        .last()?;
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    h.value("variant", "busy");
+    let ranks: BTreeSet<u32> = bar.who.rank.into_iter().collect();
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.host = h.host.take().or_else(|| bar.who.host.as_deref().map(str::to_string));
+    let who = match bar.who.rank {
+        Some(rank) => format!("Rank {rank}"),
+        None => "A process".to_string(),
+    };
+    let on = h.host.as_ref().map_or(String::new(), |host| format!(" on {host}"));
+    h.value("who", format!("{who}{on}"));
+    h.ranks = ranks;
+    h.value("op", hang.op.clone().unwrap_or_else(|| "the collective".into()));
+    if let Some(seq) = hang.seq {
+        h.value("seq", seq.to_string());
+    }
+    h.value("pg", hang.pg.clone());
+    h.value("detail", describe(bar, timeout_ms));
+    h.support(
+        Source::Pattern,
+        0.55,
+        Some(idx),
+        "a progress bar had run as long as the collective's timeout and was not done: the process printing it was still working, not waiting in the collective",
+    );
+    Some(h)
+}
+
+/// The bar shows work left: under 100 %, or time remaining.
+fn unfinished(bar: &Event) -> bool {
+    match (bar.int("percent"), bar.text_field("remaining")) {
+        (Some(p), _) => p < 100,
+        (None, Some(left)) => left != "00:00" && left != "0:00",
+        (None, None) => true,
+    }
+}
+
+/// `MM:SS` or `H:MM:SS` in seconds.
+fn elapsed_s(bar: &Event) -> Option<i64> {
+    bar.text_field("elapsed")?
+        .split(':')
+        .try_fold(0i64, |acc, part| Some(acc * 60 + part.parse::<i64>().ok()?))
+}
+
+fn describe(bar: &Event, timeout_ms: i64) -> String {
+    let elapsed = bar.text_field("elapsed").unwrap_or("?");
+    let done = bar
+        .int("percent")
+        .map_or(String::new(), |p| format!("{p} % done, "));
+    let left = bar
+        .text_field("remaining")
+        .filter(|r| *r != "?")
+        .map_or(String::new(), |r| format!(", {r} left"));
+    format!(
+        "its progress bar: {done}{elapsed} elapsed{left}, against a timeout of {} s",
+        timeout_ms / 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FileId, Fields, Origin, Value};
+
+    fn bar(percent: Option<i64>, elapsed: &str, remaining: Option<&str>) -> Event {
+        let mut f = Fields::default();
+        if let Some(p) = percent {
+            f.insert("percent", Value::Int(p));
+        }
+        f.insert("elapsed", Value::Text(elapsed.into()));
+        if let Some(r) = remaining {
+            f.insert("remaining", Value::Text(r.into()));
+        }
+        Event {
+            kind: EventKind::ProgressBar,
+            pattern: "t",
+            origin: Origin { file: FileId(0), line: 1 },
+            who: Default::default(),
+            level: Default::default(),
+            time: Default::default(),
+            fields: f,
+            text: "".into(),
+        }
+    }
+
+    #[test]
+    fn elapsed_times_read_with_and_without_hours() {
+        assert_eq!(elapsed_s(&bar(None, "30:01", None)), Some(1801));
+        assert_eq!(elapsed_s(&bar(None, "1:02:03", None)), Some(3723));
+        assert_eq!(elapsed_s(&bar(None, "x:01", None)), None);
+    }
+
+    #[test]
+    fn a_bar_is_done_at_100_percent_or_with_nothing_left() {
+        assert!(unfinished(&bar(Some(35), "30:01", Some("57:14"))));
+        assert!(!unfinished(&bar(Some(100), "30:01", Some("00:00"))));
+        assert!(!unfinished(&bar(None, "30:01", Some("00:00"))));
+        assert!(unfinished(&bar(None, "31:02", None)));
+    }
+}
