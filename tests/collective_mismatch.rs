@@ -195,3 +195,28 @@ fn a_worker_that_skipped_an_oom_batch_is_the_odd_one_while_the_others_hang_fairs
         "{v:#}"
     );
 }
+
+/// Lightning#19045's shape (TORCH_DISTRIBUTED_DEBUG=DETAIL, torch 2.1): ranks
+/// 1 and 2 each raise the mismatch with the same fingerprint of their own,
+/// and rank 1's names rank 0 as the other side before the paste cuts its
+/// text (rank 2's is cut sooner). Rank 0, which reports nothing, is the odd
+/// one; where the reporters' own fingerprints differ, no rank is singled out.
+#[test]
+fn the_rank_the_agreeing_reporters_name_is_the_odd_one_when_its_text_is_cut_torch_2_1() {
+    let report = |rank: u32, own: &str, tail: &str| {
+        format!("RuntimeError: Detected mismatch between collectives on ranks. Rank {rank} is running collective: CollectiveFingerPrint(SequenceNumber=152517, OpType={own}, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda{tail}\n")
+    };
+    let v = common::verdict_of(&[
+        ("traceback_rank1.log", &report(1, "BROADCAST", ", layout=Strided (default))), but Rank 0 is running")),
+        ("traceback_rank2.log", &report(2, "BROADCAST", "")),
+    ]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+
+    let v = common::verdict_of(&[
+        ("traceback_rank1.log", &report(1, "BROADCAST", ", layout=Strided (default))), but Rank 0 is running")),
+        ("traceback_rank2.log", &report(2, "ALLREDUCE", "")),
+    ]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_ne!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}

@@ -57,7 +57,10 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         }
     }
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
-    let odd = odd_fingerprints(&runs);
+    let odd = match odd_fingerprints(&runs) {
+        Some(odd) => Some(odd),
+        None => named_by_the_others(&reports, &mut runs),
+    };
     match &odd {
         Some((culprits, majority)) => {
             blame_odd_fingerprints(&mut h, &runs, culprits, majority, 0.85, |rank| {
@@ -94,6 +97,43 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     }
     on_the_one_rank(job, &mut h);
     Some(h)
+}
+
+/// Where too few fingerprints are known to outvote (a paste cut the other
+/// side's text): the one rank the reporters name as running another
+/// collective, itself reporting nothing, is the odd one when the reporters
+/// (two or more) agree among themselves.
+fn named_by_the_others<'e>(
+    reports: &[(usize, &'e crate::model::Event)],
+    runs: &mut BTreeMap<u32, (&'e str, usize)>,
+) -> Option<(BTreeSet<u32>, String)> {
+    let reporters: BTreeSet<u32> = reports
+        .iter()
+        .filter_map(|(_, e)| e.int("rank_a").map(|r| r as u32))
+        .collect();
+    // rank named → (the reporters naming it, the first report that does).
+    let mut named: BTreeMap<u32, (BTreeSet<u32>, usize)> = BTreeMap::new();
+    for &(idx, e) in reports {
+        if let (Some(a), Some(b)) = (e.int("rank_a"), e.int("rank_b")) {
+            named.entry(b as u32).or_insert((BTreeSet::new(), idx)).0.insert(a as u32);
+        }
+    }
+    // The reporters agree among themselves (a cut text agrees with any it
+    // begins): they are the majority the named rank differs from.
+    let own: Vec<&str> = reporters.iter().filter_map(|r| Some(runs.get(r)?.0)).collect();
+    let agree = own.len() >= 2
+        && own
+            .iter()
+            .all(|a| own.iter().all(|b| a.starts_with(b) || b.starts_with(a)));
+    let mut odd = named.into_iter().filter(|(b, _)| !reporters.contains(b));
+    let (culprit, (by, first)) = odd.next()?;
+    if !agree || odd.next().is_some() {
+        return None;
+    }
+    let majority = runs.get(by.first()?)?.0.to_string();
+    runs.entry(culprit)
+        .or_insert(("another collective (the report of it is cut)", first));
+    Some((BTreeSet::from([culprit]), majority))
 }
 
 /// DETAIL debugging logs each collective's fingerprint on every rank before
