@@ -204,17 +204,33 @@ fn a_worker_that_skipped_an_oom_batch_is_the_odd_one_while_the_others_hang_fairs
 #[test]
 fn the_rank_the_agreeing_reporters_name_is_the_odd_one_when_its_text_is_cut_torch_2_1() {
     let report = |rank: u32, own: &str, tail: &str| {
-        format!("RuntimeError: Detected mismatch between collectives on ranks. Rank {rank} is running collective: CollectiveFingerPrint(SequenceNumber=152517, OpType={own}, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda{tail}\n")
+        format!(
+            "RuntimeError: Detected mismatch between collectives on ranks. Rank {rank} is running collective: CollectiveFingerPrint(SequenceNumber=152517, OpType={own}, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda{tail}\n"
+        )
     };
     let v = common::verdict_of(&[
-        ("traceback_rank1.log", &report(1, "BROADCAST", ", layout=Strided (default))), but Rank 0 is running")),
+        (
+            "traceback_rank1.log",
+            &report(
+                1,
+                "BROADCAST",
+                ", layout=Strided (default))), but Rank 0 is running",
+            ),
+        ),
         ("traceback_rank2.log", &report(2, "BROADCAST", "")),
     ]);
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 
     let v = common::verdict_of(&[
-        ("traceback_rank1.log", &report(1, "BROADCAST", ", layout=Strided (default))), but Rank 0 is running")),
+        (
+            "traceback_rank1.log",
+            &report(
+                1,
+                "BROADCAST",
+                ", layout=Strided (default))), but Rank 0 is running",
+            ),
+        ),
         ("traceback_rank2.log", &report(2, "ALLREDUCE", "")),
     ]);
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");

@@ -139,3 +139,55 @@ fn a_pickled_dump_in_a_job_folder_is_read() {
         (Some(7), Some(6))
     );
 }
+
+/// PyTorch's Flight Recorder analysis (`fr_trace`) saved beside the logs,
+/// pytorch#140563's shape (torch 2.5 wording): collective 39 has errors and
+/// ranks 22 and 110 posted another input size: they ran another collective.
+#[test]
+fn fr_trace_culprits_with_another_size_ran_another_collective_torch_2_5() {
+    let report = "Collective 39 at entry 38 errors\n\
+group info: 0:default_pg\n\
+collective: nccl:all_reduce\n\
+input sizes: [[1025]]\n\
+output sizes: [[1025]]\n\
+world size: 128\n\
+expected ranks: {0, 1, 2, 3}\n\
+collective state: scheduled\n\
+error msg: Culprit rank 22; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match found input sizes: '[[262144]]', Culprit rank 110; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: '[[1025]]' does not match found input sizes: '[[262144]]'\n\
+collective stack trace:\n";
+    let v = common::verdict_of(&[("fr_trace.out", report)]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([22, 110]), "{v:#}");
+    assert_eq!(v["collective"]["op"], "ALLREDUCE", "{v:#}");
+    assert_eq!(v["collective"]["seq"], 39, "{v:#}");
+    assert_eq!(v["collective"]["pg"], "0", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+
+    // A rank only in another state (finished while the others are scheduled)
+    // is behind or ahead, not running something else.
+    let state = report.replace("SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_STATE_MISMATCH");
+    let v = common::verdict_of(&[("fr_trace.out", &state)]);
+    assert_ne!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+}
+
+/// torch 2.7+ wording: ranks that never joined the collective the others
+/// entered are the ones the others waited for.
+#[test]
+fn fr_trace_missing_ranks_are_the_ones_that_never_joined_torch_2_7() {
+    let report = "Not all ranks joining collective, sequence number: 77\n\
+internal record id: 76\n\
+group info: 0:default_pg\n\
+collective: nccl:_reduce_scatter_base\n\
+missing ranks: {3}\n\
+input sizes: [[4096]]\n\
+output sizes: [[1024]]\n\
+world size: 4\n\
+expected ranks: {0, 1, 2, 3}\n\
+collective state: scheduled\n";
+    let v = common::verdict_of(&[("fr_trace.log", report)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_eq!(v["collective"]["seq"], 77, "{v:#}");
+    assert_eq!(v["collective"]["op"], "_REDUCE_SCATTER_BASE", "{v:#}");
+}

@@ -59,8 +59,5 @@ node07:4411:4530 [3] NCCL INFO transport/net.cc:1298 -> 6\n"
     assert_eq!(v["stuck_ranks"], json!([11]), "{v:#}");
 
     let v = common::verdict_of(&[("node07/rank11.log", &log(12))]);
-    assert!(
-        !common::cause_kinds(&v).contains(&"gpu_fault"),
-        "{v:#}"
-    );
+    assert!(!common::cause_kinds(&v).contains(&"gpu_fault"), "{v:#}");
 }

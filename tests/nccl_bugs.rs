@@ -484,14 +484,20 @@ fn shm_set_up_invalid_argument_of_2_4_2_is_the_segment_name_reuse_fixed_in_2_4_6
     let doc = analyze(dir.path());
     let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
     assert!(
-        bug["summary"].as_str().unwrap().contains("shm_segment_name_reuse_2_4")
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("shm_segment_name_reuse_2_4")
             && bug["summary"].as_str().unwrap().contains("fixed in 2.4.6"),
         "{bug:#}"
     );
     assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
 
     let mut later = lines("cc");
-    later.insert(0, "heinzel135:151780:151780 [2] NCCL INFO NCCL version 2.4.8+cuda10.0".into());
+    later.insert(
+        0,
+        "heinzel135:151780:151780 [2] NCCL INFO NCCL version 2.4.8+cuda10.0".into(),
+    );
     let doc = analyze(job(&[("horovod.log", later)]).path());
     assert!(
         nccl_bug(&doc).is_none_or(|b| !b["summary"].as_str().unwrap().contains("shm_segment")),
@@ -523,12 +529,19 @@ fn a_launch_failure_at_2_25_1s_enqueue_line_is_the_blackwell_defect_without_a_ve
     let doc = analyze(dir.path());
     let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
     assert!(
-        bug["summary"].as_str().unwrap().contains("blackwell_shared_mem"),
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("blackwell_shared_mem"),
         "{bug:#}"
     );
     assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
     // The rank whose own launch failed is the one the defect struck.
-    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([1]), "{doc:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([1]),
+        "{doc:#}"
+    );
 
     let other = job(&[("output.log", lines(1501))]);
     let doc = analyze(other.path());

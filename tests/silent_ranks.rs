@@ -261,17 +261,27 @@ WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856
 #[test]
 fn blocking_wait_timeouts_name_the_rank_that_never_arrived_torch_1_13_and_2_4() {
     let old = |r: u32| {
-        format!("[E ProcessGroupNCCL.cpp:541] [Rank {r}] Work WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).\n")
+        format!(
+            "[E ProcessGroupNCCL.cpp:541] [Rank {r}] Work WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).\n"
+        )
     };
     let new = |r: u32| {
-        format!("[rank{r}]:[E1030 17:06:14.410228412 ProcessGroupNCCL.cpp:1251] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Work WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).\n")
+        format!(
+            "[rank{r}]:[E1030 17:06:14.410228412 ProcessGroupNCCL.cpp:1251] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Work WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).\n"
+        )
     };
     for line in [old, new] {
         let files: Vec<(String, String)> = (1..4u32)
             .map(|r| (format!("rank{r}.log"), line(r)))
-            .chain([("rank0.log".to_string(), "Preparing test set: 40%\n".to_string())])
+            .chain([(
+                "rank0.log".to_string(),
+                "Preparing test set: 40%\n".to_string(),
+            )])
             .collect();
-        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
         let v = common::verdict_of(&refs);
         assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
         assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");

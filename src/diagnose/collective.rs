@@ -29,6 +29,7 @@ pub fn named(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Named> {
         });
     }
     let guess = fingerprint(ctx.job)
+        .or_else(|| flight_recorder_analysis(ctx))
         .or_else(|| traceback_call(ctx))
         .or_else(|| diverging_call(ctx));
     match (from_hang, guess) {
@@ -67,6 +68,15 @@ fn fingerprint(job: &Job) -> Option<Named> {
                 cited: Some(idx),
             })
         })
+}
+
+/// PyTorch's Flight Recorder analysis: the first collective it found wrong.
+fn flight_recorder_analysis(ctx: &Ctx<'_>) -> Option<Named> {
+    let (collective, idx) = super::rules::analysed_collective(ctx)?;
+    collective.op.is_some().then_some(Named {
+        collective,
+        cited: Some(idx),
+    })
 }
 
 /// NCCL's COLL trace: the op the members of a communicator parted ways

@@ -255,13 +255,14 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         CauseKind::ProcessCrash => Status::Crash,
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
-        // Horovod's stall inspector prints while the ranks wait: whatever
-        // the cause, the job hung.
+        // Horovod's stall inspector prints while the ranks wait, and the
+        // Flight Recorder dumps PyTorch's analysis reads are taken when a
+        // collective timed out: whatever the cause, the job hung.
         _ if ctx
             .job
-            .events_where(|k| k == EventKind::HorovodStall)
-            .next()
-            .is_some() =>
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::HorovodStall || is_fr_block(e)) =>
         {
             Status::Hang
         }
@@ -393,6 +394,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 || (e.kind == EventKind::PythonException
                     && super::rules::cuda_error_text(e).is_some())
                 || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
+                || is_fr_block(e)
         })
         || job
             .events
@@ -428,6 +430,12 @@ fn completion_seen(ctx: &Ctx<'_>) -> bool {
             // came up, and (the caller checked) nothing failed after.
             || (e.kind == EventKind::NcclVersion && !info_logged)
     })
+}
+
+/// A block of PyTorch's Flight Recorder analysis: a collective it found
+/// wrong (its field lines alone say nothing).
+fn is_fr_block(e: &crate::model::Event) -> bool {
+    e.kind == EventKind::FrAnalysis && matches!(e.text_field("what"), Some("errors" | "missing"))
 }
 
 /// NCCL ran with NCCL_DEBUG=INFO: its set-up lines are there.

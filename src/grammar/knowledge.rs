@@ -45,6 +45,15 @@ struct KnowledgeFile {
     store: StoreSpec,
     #[serde(default)]
     efa: EfaSpec,
+    #[serde(default)]
+    fr_trace: FrTraceSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrTraceSpec {
+    #[serde(default)]
+    mismatch_types: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -302,6 +311,8 @@ pub struct Knowledge {
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
     efa_peer_gone: Vec<String>,
+    /// fr_trace error types that mean the culprit ran another collective.
+    fr_mismatch_types: Vec<String>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
     /// What members of a communicator agree on, per NCCL op.
@@ -402,6 +413,7 @@ impl Knowledge {
                 .iter()
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
+            fr_mismatch_types: raw.fr_trace.mismatch_types,
             efa_peer_gone: raw
                 .efa
                 .peer_gone
@@ -441,6 +453,12 @@ impl Knowledge {
     /// What dying of `signal` (`SIGBUS`) most often means, where known.
     pub fn signal_hint(&self, signal: &str) -> Option<&str> {
         self.signal_hints.get(signal).map(String::as_str)
+    }
+
+    /// Whether an error type of PyTorch's Flight Recorder analysis says the
+    /// culprit ran another collective (op, size or dtype), not just a later one.
+    pub fn fr_type_is_mismatch(&self, error_type: &str) -> bool {
+        self.fr_mismatch_types.iter().any(|t| t == error_type)
     }
 
     /// Whether a key-value store error says the store's server went away

@@ -233,6 +233,9 @@ event_kinds! {
     /// A progress bar (tqdm and its look-alikes): the work a process was
     /// still doing, and for how long it had run.
     ProgressBar => "progress_bar",
+    /// A line of PyTorch's Flight Recorder analysis (`fr_trace`): a
+    /// collective's block header or one of its fields.
+    FrAnalysis => "fr_analysis",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)

@@ -15,6 +15,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
     out.extend(reported_mismatch(ctx).or_else(|| logged_fingerprints(ctx)));
     out.extend(desync_report(ctx));
+    out.extend(super::fr_analysis::fr_analysis(ctx));
     out.extend(super::barrier::monitored_barrier(ctx));
     out.extend(super::horovod::stalled_tensors(ctx));
     out.extend(super::framework::workers_out_of_step(ctx));
@@ -115,12 +116,19 @@ fn named_by_the_others<'e>(
     let mut named: BTreeMap<u32, (BTreeSet<u32>, usize)> = BTreeMap::new();
     for &(idx, e) in reports {
         if let (Some(a), Some(b)) = (e.int("rank_a"), e.int("rank_b")) {
-            named.entry(b as u32).or_insert((BTreeSet::new(), idx)).0.insert(a as u32);
+            named
+                .entry(b as u32)
+                .or_insert((BTreeSet::new(), idx))
+                .0
+                .insert(a as u32);
         }
     }
     // The reporters agree among themselves (a cut text agrees with any it
     // begins): they are the majority the named rank differs from.
-    let own: Vec<&str> = reporters.iter().filter_map(|r| Some(runs.get(r)?.0)).collect();
+    let own: Vec<&str> = reporters
+        .iter()
+        .filter_map(|r| Some(runs.get(r)?.0))
+        .collect();
     let agree = own.len() >= 2
         && own
             .iter()

@@ -125,10 +125,14 @@ fn failed_on_its_own(ctx: &Ctx<'_>, idx: usize, wait: &crate::model::Event) -> b
     let ending = ctx.job.events[idx + 1..]
         .iter()
         .take_while(|e| {
-            e.origin.file == wait.origin.file
-                && e.origin.line <= wait.origin.line + TRACEBACK_LINES
+            e.origin.file == wait.origin.file && e.origin.line <= wait.origin.line + TRACEBACK_LINES
         })
-        .find(|e| matches!(e.kind, EventKind::PythonException | EventKind::NcclErrorReport));
+        .find(|e| {
+            matches!(
+                e.kind,
+                EventKind::PythonException | EventKind::NcclErrorReport
+            )
+        });
     ending.is_some_and(|e| {
         e.kind == EventKind::NcclErrorReport
             && e.text_field("error")

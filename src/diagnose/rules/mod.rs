@@ -13,6 +13,7 @@ mod config;
 mod duplicate_gpu;
 mod efa;
 mod fabric;
+mod fr_analysis;
 mod framework;
 mod gloo;
 mod gpu;
@@ -93,5 +94,6 @@ pub fn hypotheses(
 }
 
 pub use fabric::{FabricFacts, FabricReview, fabric_review};
+pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;

@@ -36,15 +36,24 @@ pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypoth
     h.value("variant", "busy");
     let ranks: BTreeSet<u32> = bar.who.rank.into_iter().collect();
     on_the_ranks(ctx.job, &mut h, &ranks);
-    h.host = h.host.take().or_else(|| bar.who.host.as_deref().map(str::to_string));
+    h.host = h
+        .host
+        .take()
+        .or_else(|| bar.who.host.as_deref().map(str::to_string));
     let who = match bar.who.rank {
         Some(rank) => format!("Rank {rank}"),
         None => "A process".to_string(),
     };
-    let on = h.host.as_ref().map_or(String::new(), |host| format!(" on {host}"));
+    let on = h
+        .host
+        .as_ref()
+        .map_or(String::new(), |host| format!(" on {host}"));
     h.value("who", format!("{who}{on}"));
     h.ranks = ranks;
-    h.value("op", hang.op.clone().unwrap_or_else(|| "the collective".into()));
+    h.value(
+        "op",
+        hang.op.clone().unwrap_or_else(|| "the collective".into()),
+    );
     if let Some(seq) = hang.seq {
         h.value("seq", seq.to_string());
     }
@@ -93,7 +102,7 @@ fn describe(bar: &Event, timeout_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{FileId, Fields, Origin, Value};
+    use crate::model::{Fields, FileId, Origin, Value};
 
     fn bar(percent: Option<i64>, elapsed: &str, remaining: Option<&str>) -> Event {
         let mut f = Fields::default();
@@ -107,7 +116,10 @@ mod tests {
         Event {
             kind: EventKind::ProgressBar,
             pattern: "t",
-            origin: Origin { file: FileId(0), line: 1 },
+            origin: Origin {
+                file: FileId(0),
+                line: 1,
+            },
             who: Default::default(),
             level: Default::default(),
             time: Default::default(),
