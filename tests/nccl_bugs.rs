@@ -579,6 +579,36 @@ fn p2p_setup_invalid_argument_is_the_defect_of_2_18_1_to_2_19_1() {
     assert!(nccl_bug(&analyze(fixed.path())).is_none());
 }
 
+/// nccl#1176's shape (srun --label, AWS p4de): no line prints either
+/// release, but PyTorch's point-to-point warning names the variable by its
+/// 2.2+ name (`0TORCH_NCCL_AVOID_RECORD_STREAMS`) on a c10 line without a
+/// time (≤2.3): every NCCL those releases ship has the bootstrap tag defect.
+/// The same warning stamped (2.4+) or under the old name (≤2.1) dates a
+/// series whose releases are not all affected, and proposes nothing.
+#[test]
+fn the_point_to_point_warnings_wording_dates_the_pytorch_series_torch_2_2() {
+    let symptom = "1: node2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n1: node2:4827:6900 [4] NCCL INFO bootstrap.cc:554 -> 3\n";
+    let warning = |prefix: &str, name: &str| {
+        format!("2: [rank18]:[W{prefix} ProcessGroupNCCL.cpp:2302] Warning: 0{name}=1 has no effect for point-to-point collectives. (function operator())\n")
+    };
+    let doc = common::report_of(&[(
+        "slurm.out",
+        &format!("{}{symptom}", warning("", "TORCH_NCCL_AVOID_RECORD_STREAMS")),
+    )]);
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        bug["summary"].as_str().unwrap().contains("bootstrap_tag_collision"),
+        "{bug:#}"
+    );
+    for other in [
+        warning("412 23:54:04.060794819", "TORCH_NCCL_AVOID_RECORD_STREAMS"),
+        warning("", "NCCL_AVOID_RECORD_STREAMS"),
+    ] {
+        let doc = common::report_of(&[("slurm.out", &format!("{other}{symptom}"))]);
+        assert!(nccl_bug(&doc).is_none(), "{other}: {doc:#}");
+    }
+}
+
 /// No line prints the NCCL release, but PyTorch's own lines date its series
 /// (2.2–2.3: the deprecation warning without a time stamp), and every NCCL
 /// those releases ship (2.19.3, 2.20.5) has the bootstrap tag defect: it is
