@@ -228,3 +228,22 @@ out.\n"
         assert!(!summary.contains("still busy"), "{v:#}");
     }
 }
+
+/// kohya-ss/sd-scripts#971's shape (torch 1.x): rank 0's progress bar was
+/// still redrawing itself when rank 1's watchdog line arrived on the same
+/// terminal, so the timeout is glued after the bar on one line. Both are
+/// read: the bar had run 30:02 of a 30:00 timeout, 87 % done.
+#[test]
+fn a_timeout_glued_after_a_progress_bar_is_read_with_the_bar() {
+    let log = "caching latents...\n 87%|#################################9     | 1582/1818 [30:02<04:26,  1.13s/it][E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1805046 milliseconds before timing out.\n";
+    let v = verdict(&[("output.log", log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("30:02 elapsed"),
+        "{v:#}"
+    );
+    assert_eq!(v["collective"]["seq"], 3, "{v:#}");
+}

@@ -589,15 +589,23 @@ fn p2p_setup_invalid_argument_is_the_defect_of_2_18_1_to_2_19_1() {
 fn the_point_to_point_warnings_wording_dates_the_pytorch_series_torch_2_2() {
     let symptom = "1: node2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n1: node2:4827:6900 [4] NCCL INFO bootstrap.cc:554 -> 3\n";
     let warning = |prefix: &str, name: &str| {
-        format!("2: [rank18]:[W{prefix} ProcessGroupNCCL.cpp:2302] Warning: 0{name}=1 has no effect for point-to-point collectives. (function operator())\n")
+        format!(
+            "2: [rank18]:[W{prefix} ProcessGroupNCCL.cpp:2302] Warning: 0{name}=1 has no effect for point-to-point collectives. (function operator())\n"
+        )
     };
     let doc = common::report_of(&[(
         "slurm.out",
-        &format!("{}{symptom}", warning("", "TORCH_NCCL_AVOID_RECORD_STREAMS")),
+        &format!(
+            "{}{symptom}",
+            warning("", "TORCH_NCCL_AVOID_RECORD_STREAMS")
+        ),
     )]);
     let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
     assert!(
-        bug["summary"].as_str().unwrap().contains("bootstrap_tag_collision"),
+        bug["summary"]
+            .as_str()
+            .unwrap()
+            .contains("bootstrap_tag_collision"),
         "{bug:#}"
     );
     for other in [

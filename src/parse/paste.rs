@@ -1,6 +1,8 @@
 //! Undoing what pasting a log into a web page does to it, so lines copied out
 //! of issue trackers and chat still parse: Markdown autolinks
-//! (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`) and quote markers (`> `).
+//! (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`) and quote markers (`> `);
+//! and what a terminal does when two writers share it: a progress bar that
+//! redraws itself without a newline, with the next message glued after it.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -27,6 +29,19 @@ pub fn unpaste(line: &[u8]) -> Cow<'_, [u8]> {
         return Cow::Borrowed(line);
     }
     Cow::Owned(strip_autolinks(line))
+}
+
+/// Where a progress bar's last redraw ends and another message glued to it
+/// begins (`… 1582/1818 [30:02<04:26,  1.13s/it][E ProcessGroupNCCL.cpp:828] …`):
+/// the byte after the bar's closing bracket, when a bracket opens there.
+pub fn glued_after_progress_bar(line: &[u8]) -> Option<usize> {
+    let close = memmem::find(line, b"][")?;
+    let open = memchr::memrchr(b'[', &line[..close])?;
+    let cell = &line[open + 1..close];
+    // tqdm's cell: `elapsed<remaining, rate` or `elapsed, rate`.
+    let rate = memmem::find(cell, b"/s").is_some() || memmem::find(cell, b"s/it").is_some();
+    let clock = cell.first().is_some_and(u8::is_ascii_digit) && cell.contains(&b':');
+    (rate && clock && cell.len() <= 80 && close + 1 < line.len()).then_some(close + 1)
 }
 
 /// `[text](http…)` → `text`, wherever a link closes with `)`.
@@ -68,6 +83,22 @@ mod tests {
         assert_eq!(
             &*unpaste(line),
             &b"node023:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer 10.1.3.201<33057> with status=9"[..]
+        );
+    }
+
+    #[test]
+    fn a_message_glued_after_a_progress_bar_starts_after_its_bracket() {
+        let line = b" 87%|####     | 1582/1818 [30:02<04:26,  1.13s/it][E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog";
+        let at = glued_after_progress_bar(line).unwrap();
+        assert!(line[at..].starts_with(b"[E ProcessGroupNCCL.cpp:828]"));
+        let line = b"Generating train split: 2230000 examples [29:59, 1466.92 examples/s][E ProcessGroupNCCL.cpp:475] x";
+        assert!(glued_after_progress_bar(line).is_some());
+        // Brackets that are no bar's cell, and a bar alone, are left whole.
+        assert_eq!(glued_after_progress_bar(b"[rank0]:[E x] [Rank 0] y"), None);
+        assert_eq!(glued_after_progress_bar(b"a [PG 0 Rank 1][x] b"), None);
+        assert_eq!(
+            glued_after_progress_bar(b" 87%| | 1/2 [30:02<04:26,  1.13s/it]"),
+            None
         );
     }
 

@@ -24,7 +24,7 @@ use crate::model::{
 
 use super::frame::{Frame, frame};
 use super::keep_last::Held;
-use super::paste::unpaste;
+use super::paste::{glued_after_progress_bar, unpaste};
 use super::repeat_key::{LineFields, read_fields};
 use super::run_memo::{Outcome, RunMemo};
 use super::tables::{MAX_TABLE_BYTES, parse_table};
@@ -389,6 +389,17 @@ impl<'a> Scanner<'a> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.candidates.sort_unstable();
         self.candidates.dedup();
+        // A progress bar with another message glued after it is two lines
+        // that share a number (the candidates, gathered over both, serve each).
+        if let Some(at) = glued_after_progress_bar(line) {
+            let bar = self.finish_piece(&line[..at], line_no);
+            let rest = self.finish_piece(&line[at..], line_no);
+            return bar && rest;
+        }
+        self.finish_piece(line, line_no)
+    }
+
+    fn finish_piece(&mut self, line: &[u8], line_no: u64) -> bool {
         let clean = unpaste(line);
         let framed = frame(&clean, &self.profile.launcher);
         let body_start = clean.len() - framed.body.len();
