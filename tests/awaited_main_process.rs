@@ -246,4 +246,6 @@ fn a_timeout_glued_after_a_progress_bar_is_read_with_the_bar() {
         "{v:#}"
     );
     assert_eq!(v["collective"]["seq"], 3, "{v:#}");
+    // Rank 1 timed out; rank 0, which wrote nothing else, printed the bar.
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }

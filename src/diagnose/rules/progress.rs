@@ -34,13 +34,20 @@ pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypoth
         .last()?;
     let mut h = Hypothesis::new(CauseKind::RankStalled);
     h.value("variant", "busy");
-    let ranks: BTreeSet<u32> = bar.who.rank.into_iter().collect();
+    // A bar no prefix ties to a rank is the one rank that neither timed
+    // out nor wrote anything else, where there is exactly one.
+    let unaccounted: BTreeSet<u32> = hang.silent.union(&hang.no_logs).copied().collect();
+    let ranks: BTreeSet<u32> = match (bar.who.rank, unaccounted.len()) {
+        (Some(rank), _) => BTreeSet::from([rank]),
+        (None, 1) => unaccounted,
+        _ => BTreeSet::new(),
+    };
     on_the_ranks(ctx.job, &mut h, &ranks);
     h.host = h
         .host
         .take()
         .or_else(|| bar.who.host.as_deref().map(str::to_string));
-    let who = match bar.who.rank {
+    let who = match ranks.first() {
         Some(rank) => format!("Rank {rank}"),
         None => "A process".to_string(),
     };
