@@ -390,6 +390,33 @@ fn a_fused_nic_fallback_failure_is_the_known_defect_until_2_27_3() {
     assert!(nccl_bug(&doc).is_none(), "{:#}", doc["verdict"]);
 }
 
+/// NeMo#13996's shape: the same warning with no line naming the release. Its
+/// source position dates it (graph/topo.h:230 is 2.25.1's, :234 2.26's); at
+/// 2.27.3's position (:248) no defect is named.
+#[test]
+fn the_fused_nic_warnings_source_position_dates_the_release() {
+    let warn = |line: u32| {
+        job(&[(
+            "output.log",
+            vec![format!(
+                "graph/topo.h:{line} NCCL WARN Could not find NET with id 0"
+            )],
+        )])
+    };
+    for line in [230, 234] {
+        let doc = analyze(warn(line).path());
+        let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{line}: {doc:#}"));
+        assert!(
+            bug["summary"]
+                .as_str()
+                .unwrap()
+                .contains("fused_nic_fallback_net_id"),
+            "{bug:#}"
+        );
+    }
+    assert!(nccl_bug(&analyze(warn(248).path())).is_none());
+}
+
 /// NVIDIA/nccl#1612's shape: a listening socket's peer hangs up before its
 /// 8-byte magic (a port scanner) and init fails through bootstrap.cc.
 fn closed_before_magic(version: &str) -> tempfile::TempDir {

@@ -45,9 +45,26 @@ struct BugSpec {
     weight: Option<f64>,
     signature: SignatureSpec,
     /// A line only the affected releases print: where no line prints the
-    /// release, it stands for it.
+    /// release, it stands for it. One condition, or a list of which any may
+    /// hold (the same line at each affected release's source position).
     #[serde(default)]
-    dated_by: Option<ConditionSpec>,
+    dated_by: Option<OneOrMany<ConditionSpec>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            OneOrMany::One(t) => vec![t],
+            OneOrMany::Many(v) => v,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,8 +105,9 @@ pub struct NcclBug {
     pub remedy: String,
     pub weight: f64,
     pub signature: Signature,
-    /// A symptom line only the affected releases print (`dated_by`).
-    pub dated_by: Option<Condition>,
+    /// Symptom lines only the affected releases print (`dated_by`): any
+    /// one seen dates the job.
+    pub dated_by: Vec<Condition>,
 }
 
 #[derive(Debug, Clone)]
@@ -185,8 +203,13 @@ fn bug(spec: BugSpec) -> Result<NcclBug, String> {
     if !has_symptom {
         return Err("the signature needs a symptom (an error line, a hang, a failed init or a death), not only the version or settings".into());
     }
-    let dated_by = spec.dated_by.map(condition).transpose()?;
-    if dated_by.as_ref().is_some_and(|c| !c.is_symptom()) {
+    let dated_by = spec
+        .dated_by
+        .map_or_else(Vec::new, OneOrMany::into_vec)
+        .into_iter()
+        .map(condition)
+        .collect::<Result<Vec<_>, _>>()?;
+    if dated_by.iter().any(|c| !c.is_symptom()) {
         return Err("dated_by must be a symptom line".into());
     }
     Ok(NcclBug {

@@ -80,7 +80,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         .filter_map(|bug| {
             let (version_event, dating) = match &shipped {
                 None if versions.is_empty() => {
-                    let cited = check(ctx, hang, bug.dated_by.as_ref()?)?;
+                    let cited = bug.dated_by.iter().find_map(|c| check(ctx, hang, c))?;
                     (cited.event, Dating::ByItsLine)
                 }
                 None => {
