@@ -264,9 +264,14 @@ fn date_and_minute(s: &[u8]) -> Option<usize> {
 /// spaces after it; also as syslog escapes it (`#033[2m`). Pasted into an issue, the ESC byte is often lost and
 /// `[0m ` is left: that residue is peeled too.
 fn colour_code(s: &[u8]) -> Option<usize> {
-    // rsyslog writes the escape byte as `#033` (its control-character escape).
+    // rsyslog writes the escape byte as `#033` (its control-character escape),
+    // `cat -v` and less as `^[`, and a paste that lost it as U+FFFD.
     let start = if s.starts_with(b"#033[") {
         4
+    } else if s.starts_with("\u{FFFD}[".as_bytes()) {
+        3
+    } else if s.starts_with(b"^[[") {
+        2
     } else {
         usize::from(s.first() == Some(&0x1b))
     };
@@ -452,6 +457,16 @@ mod tests {
         let f = plain(b"#033[2m#033[36m(RayWorkerVllm pid=1234, ip=10.0.167.26)#033[0m INFO msg");
         assert_eq!(f.who.pid, Some(1234));
         assert_eq!(f.body, b"INFO msg");
+        // vllm#5477 (OpenRLHF): a paste that turned the escape byte into U+FFFD,
+        // and `cat -v`'s caret form.
+        for line in [
+            "\u{FFFD}[36m(RayWorkerWrapper pid=4183, ip=10.3.32.122)\u{FFFD}[0m node3:4183:4200 [0] NCCL WARN x",
+            "^[[36m(RayWorkerWrapper pid=4183, ip=10.3.32.122)^[[0m node3:4183:4200 [0] NCCL WARN x",
+        ] {
+            let f = plain(line.as_bytes());
+            assert_eq!(f.who.host.as_deref(), Some("node3"), "{line}");
+            assert_eq!(f.body, b"x", "{line}");
+        }
     }
 
     #[test]
