@@ -37,6 +37,18 @@ fn nccl_bug(doc: &Value) -> Option<&Value> {
     causes(doc).into_iter().find(|c| c["kind"] == "nccl_bug")
 }
 
+/// The defect the analysis proposes, whose summary names `id` (and each of
+/// `also`); fails with the document otherwise.
+fn assert_names<'d>(doc: &'d Value, id: &str, also: &[&str]) -> &'d Value {
+    let bug = nccl_bug(doc).unwrap_or_else(|| panic!("{doc:#}"));
+    let summary = bug["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains(id) && also.iter().all(|a| summary.contains(a)),
+        "{bug:#}"
+    );
+    bug
+}
+
 fn kinds(doc: &Value) -> Vec<String> {
     causes(doc)
         .iter()
@@ -405,14 +417,7 @@ fn the_fused_nic_warnings_source_position_dates_the_release() {
     };
     for line in [230, 234] {
         let doc = analyze(warn(line).path());
-        let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{line}: {doc:#}"));
-        assert!(
-            bug["summary"]
-                .as_str()
-                .unwrap()
-                .contains("fused_nic_fallback_net_id"),
-            "{bug:#}"
-        );
+        assert_names(&doc, "fused_nic_fallback_net_id", &[]);
     }
     assert!(nccl_bug(&analyze(warn(248).path())).is_none());
 }
@@ -509,15 +514,7 @@ fn shm_set_up_invalid_argument_of_2_4_2_is_the_segment_name_reuse_fixed_in_2_4_6
     };
     let dir = job(&[("horovod.log", lines("cu"))]);
     let doc = analyze(dir.path());
-    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
-    assert!(
-        bug["summary"]
-            .as_str()
-            .unwrap()
-            .contains("shm_segment_name_reuse_2_4")
-            && bug["summary"].as_str().unwrap().contains("fixed in 2.4.6"),
-        "{bug:#}"
-    );
+    assert_names(&doc, "shm_segment_name_reuse_2_4", &["fixed in 2.4.6"]);
     assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
 
     let mut later = lines("cc");
@@ -554,14 +551,7 @@ fn a_launch_failure_at_2_25_1s_enqueue_line_is_the_blackwell_defect_without_a_ve
     };
     let dir = job(&[("output.log", lines(1500))]);
     let doc = analyze(dir.path());
-    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
-    assert!(
-        bug["summary"]
-            .as_str()
-            .unwrap()
-            .contains("blackwell_shared_mem"),
-        "{bug:#}"
-    );
+    assert_names(&doc, "blackwell_shared_mem", &[]);
     assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{doc:#}");
     // The rank whose own launch failed is the one the defect struck.
     assert_eq!(

@@ -321,6 +321,24 @@ impl Event {
     pub fn text_field(&self, name: &str) -> Option<&str> {
         self.fields.text(name)
     }
+
+    /// An event of `kind` with these fields at line 1 of file 0, for unit tests.
+    #[cfg(test)]
+    pub fn with_fields(kind: EventKind, fields: Fields) -> Event {
+        Event {
+            kind,
+            pattern: "test",
+            origin: Origin {
+                file: FileId(0),
+                line: 1,
+            },
+            who: Default::default(),
+            level: Default::default(),
+            time: Default::default(),
+            fields,
+            text: "".into(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -204,6 +204,18 @@ fn blame_odd_fingerprints(
     }
 }
 
+/// The hung collective's op, sequence number and group, for the summary.
+pub(super) fn name_the_hung_collective(h: &mut Hypothesis, hang: &Hang) {
+    h.value(
+        "op",
+        hang.op.clone().unwrap_or_else(|| "the collective".into()),
+    );
+    if let Some(seq) = hang.seq {
+        h.value("seq", seq.to_string());
+    }
+    h.value("pg", hang.pg.clone());
+}
+
 /// A cause that lies with these ranks sits on the first one's host and GPU,
 /// and its text lists them all.
 pub(super) fn on_the_ranks(job: &crate::model::Job, h: &mut Hypothesis, ranks: &BTreeSet<u32>) {
@@ -653,14 +665,7 @@ fn stalled_ranks(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     }
     let mut h = Hypothesis::new(CauseKind::RankStalled);
     on_the_ranks(ctx.job, &mut h, &culprits);
-    h.value(
-        "op",
-        hang.op.clone().unwrap_or_else(|| "the collective".into()),
-    );
-    if let Some(seq) = hang.seq {
-        h.value("seq", seq.to_string());
-    }
-    h.value("pg", hang.pg.clone());
+    name_the_hung_collective(&mut h, hang);
     h.ranks = culprits.clone();
     for (rank, last) in &hang.laggards {
         let ev = first_status_line(ctx, hang, *rank);

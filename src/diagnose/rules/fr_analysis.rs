@@ -26,13 +26,7 @@ struct Block<'e> {
 
 pub(super) fn fr_analysis(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let block = first_block(ctx)?;
-    let field = |name: &str| {
-        block
-            .fields
-            .iter()
-            .find(|(w, _)| *w == name)
-            .map(|(_, v)| *v)
-    };
+    let field = |name: &str| block.field(name);
     let (kind, ranks, weight, detail) = if block.missing_block {
         let missing = rank_set(field("missing ranks")?);
         (
@@ -92,13 +86,7 @@ pub(super) fn fr_analysis(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// The collective of the report's first block, and the line that opens it.
 pub fn analysed_collective(ctx: &Ctx<'_>) -> Option<(crate::diagnose::Collective, EventIdx)> {
     let block = first_block(ctx)?;
-    let field = |name: &str| {
-        block
-            .fields
-            .iter()
-            .find(|(w, _)| *w == name)
-            .map(|(_, v)| *v)
-    };
+    let field = |name: &str| block.field(name);
     let collective = crate::diagnose::Collective {
         op: field("collective").and_then(|c| op_of(ctx, c)),
         seq: block.seq,
@@ -132,6 +120,16 @@ fn first_block<'e>(ctx: &'e Ctx<'_>) -> Option<Block<'e>> {
         }
     }
     Some(block)
+}
+
+impl<'e> Block<'e> {
+    /// The value of the block's `name:` line.
+    fn field(&self, name: &str) -> Option<&'e str> {
+        self.fields
+            .iter()
+            .find(|(w, _)| *w == name)
+            .map(|(_, v)| *v)
+    }
 }
 
 fn is_header(e: &Event) -> bool {

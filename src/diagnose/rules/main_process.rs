@@ -10,7 +10,7 @@ use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, EventKind};
 
 use super::Ctx;
-use super::application::on_the_ranks;
+use super::application::{name_the_hung_collective, on_the_ranks};
 
 /// Ranks that gave up waiting for the main process: in the store, for the
 /// NCCL unique id the group's rank 0 publishes once it creates the
@@ -180,12 +180,7 @@ pub(super) fn saving_while_others_wait(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hyp
     let ranks = BTreeSet::from([saver]);
     on_the_ranks(ctx.job, &mut h, &ranks);
     h.ranks = ranks;
-    h.value(
-        "op",
-        hang.op.clone().unwrap_or_else(|| "the collective".into()),
-    );
-    h.value("seq", seq.to_string());
-    h.value("pg", hang.pg.clone());
+    name_the_hung_collective(&mut h, hang);
     h.value(
         "detail",
         "It had started saving a checkpoint as the others entered it.",

@@ -425,19 +425,7 @@ mod tests {
             for (k, v) in fields {
                 f.insert(k, Value::Text((*v).into()));
             }
-            Event {
-                kind: EventKind::NcclChannel,
-                pattern: "t",
-                origin: crate::model::Origin {
-                    file: crate::model::FileId(0),
-                    line: 1,
-                },
-                who: Default::default(),
-                level: Default::default(),
-                time: Default::default(),
-                fields: f,
-                text: "".into(),
-            }
+            Event::with_fields(EventKind::NcclChannel, f)
         };
         assert!(uses(&ev(&[("transport", "SHM")]), "SHM"));
         assert!(uses(&ev(&[("transport", "NET/IB")]), "NET"));

@@ -10,7 +10,7 @@ use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, Event, EventKind};
 
 use super::Ctx;
-use super::application::on_the_ranks;
+use super::application::{name_the_hung_collective, on_the_ranks};
 
 /// How much of the timeout a bar must have run: the watchdog fires on its
 /// own clock, the bar's elapsed time is rounded to the second.
@@ -57,14 +57,7 @@ pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypoth
         .map_or(String::new(), |host| format!(" on {host}"));
     h.value("who", format!("{who}{on}"));
     h.ranks = ranks;
-    h.value(
-        "op",
-        hang.op.clone().unwrap_or_else(|| "the collective".into()),
-    );
-    if let Some(seq) = hang.seq {
-        h.value("seq", seq.to_string());
-    }
-    h.value("pg", hang.pg.clone());
+    name_the_hung_collective(&mut h, hang);
     h.value("detail", describe(bar, timeout_ms));
     h.support(
         Source::Pattern,
@@ -120,19 +113,7 @@ mod tests {
         if let Some(r) = remaining {
             f.insert("remaining", Value::Text(r.into()));
         }
-        Event {
-            kind: EventKind::ProgressBar,
-            pattern: "t",
-            origin: Origin {
-                file: FileId(0),
-                line: 1,
-            },
-            who: Default::default(),
-            level: Default::default(),
-            time: Default::default(),
-            fields: f,
-            text: "".into(),
-        }
+        Event::with_fields(EventKind::ProgressBar, f)
     }
 
     #[test]
