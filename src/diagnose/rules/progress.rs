@@ -102,7 +102,7 @@ fn describe(bar: &Event, timeout_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Fields, FileId, Origin, Value};
+    use crate::model::{Fields, Value};
 
     fn bar(percent: Option<i64>, elapsed: &str, remaining: Option<&str>) -> Event {
         let mut f = Fields::default();
