@@ -222,6 +222,9 @@ out.\n"
     for quiet in [
         "100%|████████████████████████████████████████| 208140108456/208140108456 [30:01<00:00, 39115047.81MB/s]",
         " 35%|████████████████████                    | 73811210851/208140108456 [10:01<17:14, 39115047.81MB/s]",
+        // A training loop's own bar, stopped where the loop hung after an
+        // epoch that had run twice the timeout.
+        "Epoch 3:  12%|█▏        | 120/1000 [1:02:03<9:01:00,  3.10s/it, loss=0.412]",
     ] {
         let v = verdict(&[("output.log", &log(quiet))]);
         let summary = v["cause"]["summary"].as_str().unwrap_or_default();

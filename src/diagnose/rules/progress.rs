@@ -12,9 +12,14 @@ use crate::model::{CauseKind, Event, EventKind};
 use super::Ctx;
 use super::application::{name_the_hung_collective, on_the_ranks};
 
-/// How much of the timeout a bar must have run: the watchdog fires on its
-/// own clock, the bar's elapsed time is rounded to the second.
-const SHARE_OF_TIMEOUT: f64 = 0.9;
+/// How long a bar must have run, as shares of the timeout. The work that
+/// kept one process away began about when the others entered the collective
+/// (both follow the job's start or the same step), so at the watchdog it had
+/// run about the timeout: at least 0.9 of it (the watchdog fires on its own
+/// clock, the bar rounds to the second) and not much more. A training loop's
+/// own bar stops when the loop hangs, after however long the epoch had run:
+/// only by chance that long.
+const SHARE_OF_TIMEOUT: std::ops::RangeInclusive<f64> = 0.9..=1.25;
 
 pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let timeout_ms = ctx
@@ -29,7 +34,9 @@ pub(super) fn busy_past_the_timeout(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypoth
         .filter(|(_, e)| unfinished(e))
         .filter(|(_, e)| e.who.rank.is_none_or(|r| !hang.timed_out.contains(&r)))
         .filter(|(_, e)| {
-            elapsed_s(e).is_some_and(|s| s as f64 * 1000.0 >= SHARE_OF_TIMEOUT * timeout_ms as f64)
+            elapsed_s(e).is_some_and(|s| {
+                SHARE_OF_TIMEOUT.contains(&(s as f64 * 1000.0 / timeout_ms as f64))
+            })
         })
         .last()?;
     let mut h = Hypothesis::new(CauseKind::RankStalled);
