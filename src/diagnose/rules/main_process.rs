@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::TRACEBACK_LINES;
 use crate::model::{CauseKind, EventKind};
 
 use super::Ctx;
@@ -114,9 +115,6 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     );
     Some(h)
 }
-
-/// How many lines a traceback may run from a frame to its exception.
-const TRACEBACK_LINES: u64 = 200;
 
 /// A wait whose traceback ends in an NCCL error of the rank's own (a CUDA
 /// call failed, an internal error, invalid usage): the barrier or set-up

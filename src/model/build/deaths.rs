@@ -206,8 +206,9 @@ fn worker_failed(
     Some(d)
 }
 
-/// How far a spawn child's traceback runs after its header, in lines.
-const TRACEBACK_LINES: u64 = 200;
+/// How far a traceback runs from a line in it (a header, a frame) to its
+/// exception, in lines.
+pub const TRACEBACK_LINES: u64 = 200;
 
 /// What a spawned child died of, as its traceback ends.
 struct ChildError {
