@@ -1,7 +1,7 @@
 //! Which collective the job was in. The hang (watchdog lines, Flight Recorder)
-//! names it best; without one, PyTorch's mismatch report or a traceback
-//! through torch.distributed, or NCCL's call trace, still says which op a
-//! rank was running.
+//! names it best; without one, PyTorch's mismatch report, a traceback
+//! through torch.distributed, the ranks' stack dumps or NCCL's call trace
+//! still say which op a rank was running.
 
 use crate::model::{EventKind, Job};
 
@@ -31,6 +31,7 @@ pub fn named(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Named> {
     let guess = fingerprint(ctx.job)
         .or_else(|| flight_recorder_analysis(ctx))
         .or_else(|| traceback_call(ctx))
+        .or_else(|| dumped_collective(ctx))
         .or_else(|| diverging_call(ctx));
     match (from_hang, guess) {
         (Some(mut c), Some(g)) if g.collective.seq.is_none() || g.collective.seq == c.seq => {
@@ -75,6 +76,19 @@ fn flight_recorder_analysis(ctx: &Ctx<'_>) -> Option<Named> {
     let (collective, idx) = super::rules::analysed_collective(ctx)?;
     collective.op.is_some().then_some(Named {
         collective,
+        cited: Some(idx),
+    })
+}
+
+/// Stack dumps: the collective most dumped ranks' main threads waited in.
+fn dumped_collective(ctx: &Ctx<'_>) -> Option<Named> {
+    let (op, idx) = super::rules::dumped_collective(ctx)?;
+    Some(Named {
+        collective: Collective {
+            op: Some(op),
+            seq: None,
+            pg: None,
+        },
         cited: Some(idx),
     })
 }

@@ -24,6 +24,8 @@ pub enum Source {
     Snapshot,
     /// The hosts' kernel logs (dmesg, journalctl -k, syslog).
     Kernel,
+    /// Stack dumps of the processes (py-spy, faulthandler).
+    Stacks,
 }
 
 #[derive(Debug, Clone)]

@@ -255,14 +255,16 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         CauseKind::ProcessCrash => Status::Crash,
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
-        // Horovod's stall inspector prints while the ranks wait, and the
+        // Horovod's stall inspector prints while the ranks wait, the
         // Flight Recorder dumps PyTorch's analysis reads are taken when a
-        // collective timed out: whatever the cause, the job hung.
+        // collective timed out, and stack dumps of ranks waiting in one are
+        // taken while the job hangs: whatever the cause, the job hung.
         _ if ctx
             .job
             .events
             .iter()
-            .any(|e| e.kind == EventKind::HorovodStall || is_fr_block(e)) =>
+            .any(|e| e.kind == EventKind::HorovodStall || is_fr_block(e))
+            || super::rules::dumps_wait_in_a_collective(ctx) =>
         {
             Status::Hang
         }
@@ -344,6 +346,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         .iter()
         .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
     job.deaths.iter().any(|d| !d.consequence)
+        || super::rules::dumps_wait_in_a_collective(ctx)
         || job.events.iter().any(|e| {
             // srun reports every task it stopped for a cancel as Terminated.
             if cancelled

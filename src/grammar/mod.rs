@@ -41,6 +41,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../grammars/frameworks.toml"),
     ),
     ("ucx.toml", include_str!("../../grammars/ucx.toml")),
+    ("stacks.toml", include_str!("../../grammars/stacks.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -236,6 +236,12 @@ event_kinds! {
     /// A line of PyTorch's Flight Recorder analysis (`fr_trace`): a
     /// collective's block header or one of its fields.
     FrAnalysis => "fr_analysis",
+    /// A stack dump's process header (py-spy `Process PID: CMD`).
+    StackProcess => "stack_process",
+    /// A stack dump's thread header (py-spy, faulthandler).
+    StackThread => "stack_thread",
+    /// One frame of a dumped thread, innermost first.
+    StackFrame => "stack_frame",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
     // kernel log (dmesg, journalctl -k, syslog)

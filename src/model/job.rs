@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::kernel::KernelMap;
 use super::{
     CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, GpuSnapshot,
-    PortSnapshot, RawTime,
+    PortSnapshot, RawTime, StackDump,
 };
 
 /// Index into `Job::events`.
@@ -234,6 +234,8 @@ pub struct Job {
     pub flight: Vec<FlightDump>,
     /// GPUs as `nvidia-smi` showed them.
     pub gpus: Vec<GpuSnapshot>,
+    /// Stack dumps of the job's processes, in file order.
+    pub stacks: Vec<StackDump>,
     /// Kernel logs: device names per host, and each kernel event's place.
     pub kernel: KernelMap,
     /// Each event's kind, in event order (see [`Job::index_kinds`]).

@@ -9,6 +9,7 @@ pub mod fields;
 pub mod intern;
 pub mod job;
 pub mod kernel;
+pub mod stacks;
 pub mod sym;
 pub mod sys;
 pub mod time;
@@ -21,6 +22,7 @@ pub use job::{
     CallTrace, Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints,
     PeerLink, PgRankState, RankInfo, Skipped,
 };
+pub use stacks::{StackDump, StackFormat, StackThread};
 pub use sym::Sym;
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,

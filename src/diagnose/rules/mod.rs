@@ -30,6 +30,7 @@ mod process;
 mod progress;
 mod setup;
 mod shm;
+mod stacks;
 mod store;
 mod topology_file;
 
@@ -97,3 +98,4 @@ pub use fabric::{FabricFacts, FabricReview, fabric_review};
 pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;
+pub use stacks::{dumped_collective, dumps_wait_in_a_collective};

@@ -7,12 +7,13 @@
 //! SIGTERM to survivors): such a rank is a victim. Which exception types and
 //! messages mean that is data (`grammars/knowledge.toml`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 
 use crate::model::{Death, DeathKind, Event, EventIdx, EventKind, Job, RankInfo, RawTime};
 
+use super::rank_index::RankIndex;
 use super::short_host;
 
 /// What marks a death as a consequence of a collective failure.
@@ -100,55 +101,6 @@ fn python_exception(ev: &Event, idx: EventIdx, rules: &ConsequenceRules) -> Opti
     let mut d = death(ev, idx, DeathKind::Exception, reason);
     d.consequence = rules.is_consequence(exc, message);
     Some(d)
-}
-
-/// The ranks the launcher's lines name by host and pid or local rank, each
-/// the lowest rank that fits (as a search of the ranks in order would find):
-/// looked up once per line, not searched (thousands of workers stopped).
-struct RankIndex<'a> {
-    by_host_pid: BTreeMap<(&'a str, u32), u32>,
-    by_pid: BTreeMap<u32, u32>,
-    by_host_local: BTreeMap<(&'a str, u32), u32>,
-    /// Launcher task ids are the global ranks (`srun --label` with one task
-    /// per rank).
-    task_ranks: bool,
-}
-
-impl<'a> RankIndex<'a> {
-    fn of(job: &'a Job) -> RankIndex<'a> {
-        let mut index = RankIndex {
-            by_host_pid: BTreeMap::new(),
-            by_pid: BTreeMap::new(),
-            by_host_local: BTreeMap::new(),
-            task_ranks: job
-                .events
-                .iter()
-                .any(|e| e.who.task.is_some() && e.who.task == e.who.rank),
-        };
-        for r in job.ranks.values() {
-            if let Some(pid) = r.pid {
-                index.by_pid.entry(pid).or_insert(r.rank);
-            }
-            let Some(host) = r.host.as_deref() else {
-                continue;
-            };
-            if let Some(pid) = r.pid {
-                index.by_host_pid.entry((host, pid)).or_insert(r.rank);
-            }
-            if let Some(local) = r.local_rank {
-                index.by_host_local.entry((host, local)).or_insert(r.rank);
-            }
-        }
-        index
-    }
-
-    /// The lowest rank with `pid` (on `host`, where one is given).
-    fn by_pid(&self, host: Option<&str>, pid: u32) -> Option<u32> {
-        match host {
-            Some(host) => self.by_host_pid.get(&(host, pid)).copied(),
-            None => self.by_pid.get(&pid).copied(),
-        }
-    }
 }
 
 /// The torchrun agent names the worker by local rank and pid, on its own host.
@@ -531,26 +483,6 @@ pub(super) fn expand_ranges(s: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_launcher_line_names_the_lowest_rank_its_pid_or_local_rank_fits() {
-        let mut job = Job::with_ranks_on(&[(3, "n1"), (5, "n1"), (9, "n2"), (12, "n1")]);
-        let mut set = |rank: u32, pid: u32, local: u32| {
-            let info = job.ranks.get_mut(&rank).unwrap();
-            info.pid = Some(pid);
-            info.local_rank = Some(local);
-        };
-        set(3, 100, 0);
-        set(5, 200, 1);
-        set(9, 200, 1);
-        set(12, 300, 1);
-        let index = RankIndex::of(&job);
-        assert_eq!(index.by_pid(Some("n1"), 200), Some(5));
-        assert_eq!(index.by_pid(Some("n2"), 200), Some(9));
-        assert_eq!(index.by_pid(None, 200), Some(5), "any host: the lowest");
-        assert_eq!(index.by_pid(Some("n2"), 300), None);
-        assert_eq!(index.by_host_local.get(&("n1", 1)), Some(&5));
-    }
 
     #[test]
     fn slurm_task_ranges_expand() {

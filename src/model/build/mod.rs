@@ -15,7 +15,9 @@ mod identity;
 mod inits;
 mod kernel;
 mod network;
+mod rank_index;
 mod settings;
+mod stacks;
 mod sweeps;
 mod trees;
 
@@ -89,6 +91,7 @@ pub fn build(
     collectives::collect(&mut job);
     call_traces::collect(&mut job);
     deaths::collect(&mut job, rules);
+    stacks::collect(&mut job);
     blocks::place_silent_ranks(&mut job);
     kernel::collect(&mut job);
     // The tables grew by doubling while batches were merged; the job lives

@@ -1,0 +1,263 @@
+//! Stack dumps of the ranks (py-spy, faulthandler), compared. A hung job's
+//! ranks wait where the missing partner left them: most ranks' main threads
+//! sit in one torch.distributed collective, and the few elsewhere are what
+//! they wait for. Ranks that wait in different collectives called them in
+//! different orders. Where no dump shows a collective (the ranks wait in a
+//! sync the dump cannot name), one stack most ranks share still singles out
+//! the few whose stacks differ, as a lead.
+//!
+//! A dump is one moment: a rank caught elsewhere may have been on its way.
+//! So a stack alone weighs little more than a lead, and point-to-point ops
+//! (a pipeline's send on one stage is the recv on the next) are no mismatch.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, Event, EventIdx, StackDump};
+
+use super::Ctx;
+use super::application::on_the_ranks;
+
+/// Support of a rank caught outside the collective the others wait in.
+const BEHIND: f64 = 0.55;
+/// Support of ranks waiting in another collective than most.
+const OTHER_COLLECTIVE: f64 = 0.55;
+/// Support of a stack most ranks do not share, where none names a collective.
+const ODD_STACK: f64 = 0.4;
+/// File of the torch.distributed collective API (py-spy shortens paths to
+/// the package's; faulthandler prints them whole).
+const C10D_FILE: &str = "distributed/distributed_c10d.py";
+/// Ops that pair with another op on the peer (send with recv).
+const POINT_TO_POINT: &[&str] = &["SEND", "RECV"];
+
+/// Where a rank's main thread was.
+struct Place {
+    /// The collective it waited in and that frame, if any.
+    collective: Option<(String, EventIdx)>,
+    /// Its innermost frame of Python code (else its innermost frame).
+    innermost: Option<EventIdx>,
+    /// Its Python frames, innermost first, as `func (file:line)`.
+    stack: Vec<String>,
+}
+
+pub(super) fn stack_dumps(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let places = places_by_rank(ctx);
+    if places.len() < 2 {
+        return None;
+    }
+    behind(ctx, &places)
+        .or_else(|| out_of_order(ctx, &places))
+        .or_else(|| odd_stacks(ctx, &places))
+}
+
+/// Some dumped rank's main thread waited in a torch.distributed collective:
+/// dumps are taken of a job that hangs, and this one did in that collective.
+pub fn dumps_wait_in_a_collective(ctx: &Ctx<'_>) -> bool {
+    ctx.job
+        .stacks
+        .iter()
+        .filter_map(|d| place_of(ctx, d))
+        .any(|p| p.collective.is_some())
+}
+
+/// The collective most dumped processes' main threads waited in, and one
+/// frame that shows it (any dump counts, a rank or not).
+pub fn dumped_collective(ctx: &Ctx<'_>) -> Option<(String, EventIdx)> {
+    let places: Vec<Place> = ctx
+        .job
+        .stacks
+        .iter()
+        .filter_map(|d| place_of(ctx, d))
+        .collect();
+    let waiting: Vec<&Place> = places.iter().filter(|p| p.collective.is_some()).collect();
+    most_common_op(&waiting)
+}
+
+/// Ranks caught outside any collective while more ranks wait in one.
+fn behind(ctx: &Ctx<'_>, places: &BTreeMap<u32, Place>) -> Option<Hypothesis> {
+    let (waiting, elsewhere): (Vec<_>, Vec<_>) =
+        places.iter().partition(|(_, p)| p.collective.is_some());
+    let fewer = elsewhere.len() < waiting.len() || (waiting.len() == 1 && elsewhere.len() == 1);
+    if waiting.is_empty() || elsewhere.is_empty() || !fewer {
+        return None;
+    }
+    let waiting_places: Vec<&Place> = waiting.iter().map(|(_, p)| *p).collect();
+    let (op, op_frame) = most_common_op(&waiting_places)?;
+    let ranks: BTreeSet<u32> = elsewhere.iter().map(|(r, _)| **r).collect();
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.value("variant", "stack");
+    h.value("op", op.clone());
+    let at = elsewhere[0].1.stack.first().cloned().unwrap_or_default();
+    h.value("detail", format!("its main thread was in `{at}`"));
+    for (rank, place) in &elsewhere {
+        h.support(
+            Source::Stacks,
+            BEHIND,
+            place.innermost,
+            format!(
+                "rank {rank}'s stack dump: its main thread was in {}, not in {op}",
+                place
+                    .stack
+                    .first()
+                    .map_or("code the dump does not name", String::as_str)
+            ),
+        );
+    }
+    h.support(
+        Source::Stacks,
+        BEHIND,
+        Some(op_frame),
+        format!(
+            "{} of {} dumped ranks waited in {op} (torch.distributed)",
+            waiting.len(),
+            places.len()
+        ),
+    );
+    h.ranks = ranks;
+    Some(h)
+}
+
+/// Ranks waiting in another collective than most ranks wait in.
+fn out_of_order(ctx: &Ctx<'_>, places: &BTreeMap<u32, Place>) -> Option<Hypothesis> {
+    let mut by_op: BTreeMap<&str, Vec<(u32, EventIdx)>> = BTreeMap::new();
+    for (rank, place) in places {
+        let (op, frame) = place.collective.as_ref()?;
+        by_op.entry(op.as_str()).or_default().push((*rank, *frame));
+    }
+    if by_op.len() < 2 || by_op.keys().any(|op| POINT_TO_POINT.contains(op)) {
+        return None;
+    }
+    let most = by_op.values().map(Vec::len).max()?;
+    let majority: Vec<&str> = by_op
+        .iter()
+        .filter(|(_, r)| r.len() == most)
+        .map(|(op, _)| *op)
+        .collect();
+    // With no clear majority every side is a suspect.
+    let odd: Vec<(u32, EventIdx)> = by_op
+        .iter()
+        .filter(|(op, _)| majority.len() > 1 || !majority.contains(op))
+        .flat_map(|(_, r)| r.iter().copied())
+        .collect();
+    let ops: Vec<&str> = by_op.keys().copied().collect();
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    let ranks: BTreeSet<u32> = odd.iter().map(|(r, _)| *r).collect();
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.value(
+        "detail",
+        format!("their stack dumps wait in {}", ops.join(" and ")),
+    );
+    for (op, waiting) in &by_op {
+        let list: Vec<String> = waiting.iter().map(|(r, _)| r.to_string()).collect();
+        h.support(
+            Source::Stacks,
+            OTHER_COLLECTIVE,
+            Some(waiting[0].1),
+            format!("rank {}'s stack dump waits in {op}", list.join(", ")),
+        );
+    }
+    h.ranks = ranks;
+    Some(h)
+}
+
+/// Where no dump names a collective: the ranks whose stacks differ from the
+/// one most ranks share (at least three ranks dumped, the shared stack held
+/// by two thirds of them).
+fn odd_stacks(ctx: &Ctx<'_>, places: &BTreeMap<u32, Place>) -> Option<Hypothesis> {
+    if places.len() < 3 || places.values().any(|p| p.stack.is_empty()) {
+        return None;
+    }
+    let mut by_stack: BTreeMap<&[String], Vec<u32>> = BTreeMap::new();
+    for (rank, place) in places {
+        by_stack.entry(&place.stack).or_default().push(*rank);
+    }
+    let (shared, sharers) = by_stack.iter().max_by_key(|(_, r)| r.len())?;
+    if sharers.len() * 3 < places.len() * 2 || sharers.len() == places.len() {
+        return None;
+    }
+    let ranks: BTreeSet<u32> = places
+        .keys()
+        .copied()
+        .filter(|r| !sharers.contains(r))
+        .collect();
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.value("variant", "stack");
+    h.value("op", "the collective");
+    let first = *ranks.first()?;
+    let at = places[&first].stack.first().cloned().unwrap_or_default();
+    h.value("detail", format!("its main thread was in `{at}`"));
+    for rank in &ranks {
+        h.support(
+            Source::Stacks,
+            ODD_STACK,
+            places[rank].innermost,
+            format!(
+                "rank {rank}'s stack dump differs from the one {} of {} ranks share (at {})",
+                sharers.len(),
+                places.len(),
+                shared.first().map_or("?", String::as_str)
+            ),
+        );
+    }
+    h.ranks = ranks;
+    Some(h)
+}
+
+/// The op most waiting ranks wait in, and one of its frames.
+fn most_common_op(waiting: &[&Place]) -> Option<(String, EventIdx)> {
+    let mut counts: BTreeMap<&str, (usize, EventIdx)> = BTreeMap::new();
+    for place in waiting {
+        let (op, frame) = place.collective.as_ref()?;
+        let slot = counts.entry(op.as_str()).or_insert((0, *frame));
+        slot.0 += 1;
+    }
+    let (op, (_, frame)) = counts.into_iter().max_by_key(|(_, (n, _))| *n)?;
+    Some((op.to_string(), frame))
+}
+
+/// Each dumped rank's main thread, from its last dump.
+fn places_by_rank(ctx: &Ctx<'_>) -> BTreeMap<u32, Place> {
+    let mut out = BTreeMap::new();
+    for dump in &ctx.job.stacks {
+        let Some(rank) = dump.rank else { continue };
+        if let Some(place) = place_of(ctx, dump) {
+            out.insert(rank, place);
+        }
+    }
+    out
+}
+
+fn place_of(ctx: &Ctx<'_>, dump: &StackDump) -> Option<Place> {
+    let job = ctx.job;
+    let main = dump.main_thread()?;
+    let frames: Vec<(EventIdx, &Event)> =
+        main.frames.iter().map(|&i| (i, &job.events[i])).collect();
+    let python: Vec<&(EventIdx, &Event)> = frames.iter().filter(|(_, e)| is_python(e)).collect();
+    let collective = python.iter().find_map(|(idx, e)| {
+        let file = e.text_field("file")?;
+        let op = ctx.kb.torch_api_op(e.text_field("func")?)?;
+        file.ends_with(C10D_FILE).then(|| (op.to_string(), *idx))
+    });
+    Some(Place {
+        collective,
+        innermost: python.first().map(|p| p.0).or(frames.first().map(|f| f.0)),
+        stack: python.iter().map(|(_, e)| frame_text(e)).collect(),
+    })
+}
+
+fn is_python(e: &Event) -> bool {
+    e.text_field("file").is_some_and(|f| f.ends_with(".py"))
+}
+
+/// `load_batch (data.py:88)`.
+fn frame_text(e: &Event) -> String {
+    let func = e.text_field("func").unwrap_or("?");
+    let file = e.text_field("file").unwrap_or("?");
+    let file = file.rsplit_once("site-packages/").map_or(file, |(_, f)| f);
+    match e.int("line") {
+        Some(line) => format!("{func} ({file}:{line})"),
+        None => format!("{func} ({file})"),
+    }
+}
