@@ -328,3 +328,81 @@ fn open_mpis_tcp_connect_to_dockers_bridge_is_its_interface_ompi_3() {
         assert!(remedy.contains("btl_tcp_if_include"), "{remedy}");
     }
 }
+
+/// pytorch#52916's shape (NCCL 2.7, two hosts, one host's log): the
+/// interface pinned to loopback, so bootstrap advertises 127.0.0.1 and the
+/// connects to the other host's side are refused and retried.
+#[test]
+fn bootstrap_on_loopback_with_refused_retries_is_the_interface_nccl_2_7() {
+    let log = "\
+GPU9:10330:10330 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo
+GPU9:10330:10330 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>
+GPU9:10330:10330 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]
+GPU9:10330:10330 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>
+GPU9:10330:10330 [0] NCCL INFO Using network Socket
+GPU9:10330:10399 [0] NCCL INFO Call to connect returned Connection refused, retrying
+GPU9:10330:10399 [0] NCCL INFO Call to connect returned Connection refused, retrying
+";
+    let v = &common::report_of(&[("node1.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.5, "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("lo:127.0.0.1"), "{summary}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}
+
+/// horovod#789's shape (NCCL 2.3.5, sockets, two containers): each host
+/// lists loopback first among its socket interfaces, and the paste stops
+/// before NCCL finished init. Hosts that must reach each other over an
+/// interface that stays home: the interface, though no failure line says
+/// the job failed.
+#[test]
+fn loopback_first_on_hosts_that_never_finished_init_is_the_interface_nccl_2_3() {
+    let host = |name: &str, ip: &str| {
+        format!(
+            "\
+{name}:2493:2753 [0] misc/ibvwrap.cu:63 NCCL WARN Failed to open libibverbs.so[.1]
+{name}:2493:2753 [0] NCCL INFO Using internal Network Socket
+{name}:2493:2753 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>
+{name}:2493:2753 [0] NCCL INFO NET : Using interface eth0:{ip}<0>
+{name}:2493:2753 [0] NCCL INFO NET/Socket : 2 interfaces found
+"
+        )
+    };
+    let (a, b) = (
+        host("e53b7da88fea", "3.10.11.7"),
+        host("51ca79e04561", "3.5.6.12"),
+    );
+    let v = &common::report_of(&[("a.log", &a), ("b.log", &b)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("lo:127.0.0.1"),
+        "{v:#}"
+    );
+    assert_eq!(v["status"], "unknown", "{v:#}");
+    // One host alone: loopback works there, the list is only a lead.
+    let v = &common::report_of(&[("a.log", &a)])["verdict"];
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}
+
+/// nccl#529's shape (NCCL 2.5.6): bootstrap's first interface is an IPv6
+/// tunnel with only a link-local address, printed with its zone
+/// (`fe80::…%ip6tnl0`), and a connect to another host's link-local address
+/// times out: the interface is named, not the address's host.
+#[test]
+fn a_zoned_link_local_bootstrap_address_is_the_interface_nccl_2_5() {
+    let log = "\
+NvYt-dcf441d17e21:97:221 [0] NCCL INFO Bootstrap : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8:fc1d:3606:0:4457:edef:600a<0>
+NvYt-dcf441d17e21:97:221 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
+NvYt-dcf441d17e21:97:221 [0] NCCL INFO NET/Socket : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0> [1]veth0:2a02:6b8:fc1d:3606:0:4457:edef:600a<0>
+NvYt-dcf441d17e21:97:221 [0] include/socket.h:403 NCCL WARN Connect to fe80::745d:60ff:fef9:e1dd%ip6tnl0<46681> failed : Connection timed out
+";
+    let v = &common::report_of(&[("worker.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("ip6tnl0"), "{summary}");
+    assert!(!summary.contains("veth0"), "{summary}");
+}

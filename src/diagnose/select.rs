@@ -246,6 +246,12 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && kind == CauseKind::NcclBug {
         return Status::Unknown;
     }
+    // Set-up named from NCCL's own lists (an interface no other host can
+    // reach) in a log that stops before any failure or finish: it was
+    // headed for one, but whether it failed the logs do not say.
+    if !failed && is_set_up(kind) && !init_completed(ctx) {
+        return Status::Unknown;
+    }
     // A suspect found only in counters, snapshots or the kernel log, while the
     // job itself shows no failure: the fabric is degraded, the job did not fail.
     if !failed {
@@ -268,15 +274,7 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::Hang
         }
-        CauseKind::GidIndex
-        | CauseKind::Memlock
-        | CauseKind::SocketInterface
-        | CauseKind::Firewall
-        | CauseKind::CrossRail
-            if !init_completed(ctx) =>
-        {
-            Status::InitFailure
-        }
+        _ if is_set_up(kind) && !init_completed(ctx) => Status::InitFailure,
         // Nothing got past set-up, and NCCL was initialising (its init
         // lines) or its bootstrap / connection set-up failed.
         _ if !init_completed(ctx) && ctx.job.events.iter().any(fails_set_up) => Status::InitFailure,
@@ -334,6 +332,18 @@ fn died_on_a_cuda_error(ctx: &Ctx<'_>, culprits: &BTreeSet<u32>) -> bool {
     })
 }
 
+/// Causes that keep NCCL from setting up its connections.
+fn is_set_up(kind: CauseKind) -> bool {
+    matches!(
+        kind,
+        CauseKind::GidIndex
+            | CauseKind::Memlock
+            | CauseKind::SocketInterface
+            | CauseKind::Firewall
+            | CauseKind::CrossRail
+    )
+}
+
 /// Any sign of failure: an error, a timeout, a death that is not the agent
 /// cleaning up after a successful run.
 fn failure_seen(ctx: &Ctx<'_>) -> bool {
@@ -345,6 +355,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         .events
         .iter()
         .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
+    let came_up = job.a_comm_came_up();
     job.deaths.iter().any(|d| !d.consequence)
         || super::rules::dumps_wait_in_a_collective(ctx)
         || job.events.iter().any(|e| {
@@ -391,6 +402,9 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 && e.text_field("what") != Some("loopback_fallback"))
                 || (e.kind == EventKind::StoreConnect
                     && matches!(e.text_field("what"), Some("timeout" | "clients_timeout")))
+                // NCCL retrying a refused or timed-out connect while no
+                // communicator came up: its set-up was failing.
+                || (e.kind == EventKind::SocketRetry && !came_up)
                 || (e.kind == EventKind::NcclInstall
                     && e.text_field("what") != Some("plugin_load_error"))
                 // A traceback ending in a CUDA error: that process died of it.

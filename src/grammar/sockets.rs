@@ -69,7 +69,10 @@ impl LocalOnly {
 
     /// What host-local network `addr` lies in (`Docker's default bridge`).
     pub fn network_of(&self, addr: &str) -> Option<&str> {
-        let addr: IpAddr = addr.trim_matches(|c| c == '[' || c == ']').parse().ok()?;
+        // An IPv6 link-local address carries its interface as a zone:
+        // `fe80::1%ip6tnl0`.
+        let addr = addr.trim_matches(|c| c == '[' || c == ']');
+        let addr: IpAddr = addr.split('%').next()?.parse().ok()?;
         self.networks
             .iter()
             .find(|n| contains(n.base, n.prefix, addr))
@@ -140,6 +143,11 @@ mod tests {
             Some("IPv6 link-local")
         );
         assert_eq!(t.network_of("[fe80::1]"), Some("IPv6 link-local"));
+        // NCCL 2.5's bootstrap list prints the zone (nccl#529).
+        assert_eq!(
+            t.network_of("fe80::e866:19ff:fe1e:a688%ip6tnl0"),
+            Some("IPv6 link-local")
+        );
         assert_eq!(t.network_of("2001:db8::1"), None);
         assert_eq!(t.network_of("node001"), None);
         assert!(t.interface("docker0") && t.interface("lo") && !t.interface("ib0"));

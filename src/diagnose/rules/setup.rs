@@ -425,31 +425,51 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     let suspicious = suspicious_interfaces(ctx);
+    let came_up = job.a_comm_came_up();
+    let retried = !came_up
+        && job
+            .events_where(|k| k == EventKind::SocketRetry)
+            .next()
+            .is_some();
+    // Ranks on several hosts that never finished init needed the interface
+    // to reach each other, failure line or not (a log cut before it).
+    let hosts_never_met = job.hosts.len() > 1 && !came_up;
     for s in suspicious.iter().take(4) {
         let ev = &job.events[s.idx];
         keep_host_or_reporters(&mut iface_hyp, ev);
         let iface = &s.iface;
+        let unreachable = format!("NCCL uses `{iface}`, which cannot reach other hosts");
+        // The first listed is the one bootstrap binds and the socket
+        // transport's default: its connects are the ones retried, and the
+        // ones other hosts could not make.
+        let first = s.net_dev == 0;
+        let connects_failed = !connect_errors.is_empty() || (first && retried);
         // A channel routed over the interface is traffic that must cross
         // hosts there, not just an interface on a list.
-        let (w, why) = match (s.carries_channel, connect_errors.is_empty()) {
-            (true, _) => (
+        let (w, why) = match (s.carries_channel, connects_failed, first && hosts_never_met) {
+            (true, ..) => (
                 0.6,
                 format!(
                     "NCCL routes channels over `{iface}` (NET/Socket/{}), which cannot reach other hosts",
                     s.net_dev
                 ),
             ),
-            (false, false) => (
-                0.6,
-                format!("NCCL uses `{iface}`, which cannot reach other hosts"),
+            (false, true, _) => (0.6, unreachable),
+            (false, false, true) => (
+                0.5,
+                format!(
+                    "{unreachable}; the job's {} hosts never finished NCCL's init",
+                    job.hosts.len()
+                ),
             ),
-            (false, true) => (
-                0.3,
-                format!("NCCL uses `{iface}`, which cannot reach other hosts"),
-            ),
+            (false, false, false) => (0.3, unreachable),
         };
         iface_hyp.support(Source::Nccl, w, Some(s.idx), why);
-        iface_hyp.value("detail", format!("`{iface}`"));
+        // The first listed is the one bootstrap binds.
+        iface_hyp
+            .values
+            .entry("detail")
+            .or_insert_with(|| format!("`{iface}`"));
     }
     for &idx in connect_errors.iter().take(8) {
         let ev = &job.events[idx];
