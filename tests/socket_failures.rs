@@ -406,3 +406,33 @@ NvYt-dcf441d17e21:97:221 [0] include/socket.h:403 NCCL WARN Connect to fe80::745
     assert!(summary.contains("ip6tnl0"), "{summary}");
     assert!(!summary.contains("veth0"), "{summary}");
 }
+
+/// horovod#110's shape (NCCL 2.3.5 under mpirun, TensorFlow): NCCL lists a
+/// bond with only a link-local address beside the bridge, its connect times
+/// out, and TensorFlow's session dies of `ncclCommInitRank failed: unhandled
+/// system error` (Horovod's NCCL_CHECK wording). That death is the NCCL
+/// failure's consequence, not a crash of the program's own.
+#[test]
+fn a_death_of_a_failed_nccl_call_is_its_consequence_horovod_nccl_2_3() {
+    let log = "\
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO NET : Using interface br0:10.9.22.33<0>
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO Using internal Network Socket
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO NET : Using interface bond0:fe80::ec4:7aff:feb3:29d6%bond0<0>
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO NET/Socket : 2 interfaces found
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO rank 0 nranks 2
+lf-solar-gpu9-pm:285594:285607 [0] include/socket.h:361 NCCL WARN Call to connect failed : Connection timed out
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO transport/net_socket.cu:139 -> 2
+lf-solar-gpu9-pm:285594:285607 [0] NCCL INFO init.cu:557 -> 2
+Traceback (most recent call last):
+  File \"/opt/conda/lib/python3.6/site-packages/tensorflow/python/client/session.py\", line 1322, in _do_call
+    return fn(*args)
+tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: unhandled system error
+";
+    let v = &common::report_of(&[("mpirun.out", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("bond0"),
+        "{v:#}"
+    );
+    assert!(!common::cause_kinds(&v).contains(&"process_crash"), "{v:#}");
+}
