@@ -236,3 +236,18 @@ fn the_rank_the_agreeing_reporters_name_is_the_odd_one_when_its_text_is_cut_torc
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_ne!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// zero-bubble-pp#60's shape (NCCL 2.21, sockets between two hosts): the
+/// receiver's socket transport got a larger message than the receive it
+/// posted, in a batch of sends and receives: the stages disagree.
+#[test]
+fn a_socket_message_larger_than_its_receive_is_a_mismatch_nccl_2_21() {
+    let log = "\
+lzm-h200-10:74737:75914 [1] transport/net_socket.cc:488 NCCL WARN NET/Socket : peer 10.0.5.194<41988> message truncated : receiving 4 bytes instead of 2. If you believe your socket network is in healthy state,           there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks
+lzm-h200-10:74737:74737 [1] init.cc:290 NCCL WARN Attempt to use communicator before the previous operation returned ncclSuccess
+";
+    let v = common::verdict_of(&[("node0.log", log)]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("received 4 bytes"), "{summary}");
+}

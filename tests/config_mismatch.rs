@@ -185,3 +185,35 @@ Duplicate GPU detected : rank 3 and rank 2 both on CUDA device e2000
     assert_eq!(v["status"], "init_failure", "{v:#}");
     assert_eq!(v["cause"]["gpu_bus_id"], "0000:e2:00.0", "{v:#}");
 }
+
+/// metaseq#554's shape (torch 1.13, NCCL 2.14.3): PyTorch's error report
+/// repeats NCCL's last warning after `Last error:`, and the paste cut it
+/// after the ranks. The two ranks on one GPU are still named.
+#[test]
+fn a_duplicate_gpu_report_cut_after_its_ranks_still_names_them_torch_1_13() {
+    let log = "\
+RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1666642975993/work/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.14.3
+ncclInternalError: Internal check failed.
+Last error:
+Duplicate GPU detected : rank 5 and rank 0 b
+";
+    let v = common::verdict_of(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0, 5]), "{v:#}");
+}
+
+/// An AzureML Kubernetes job (NCCL 2.7, each line behind the platform's
+/// `<date> [<pod>, unknown_ip]` prefix): a worker was started as rank 2 of
+/// a world of 2. The launch's ranks and world size do not fit.
+#[test]
+fn a_rank_outside_the_world_is_the_launchs_layout_nccl_2_7() {
+    let log = "\
+2021-02-05 05:32:39 [job-1612503130-worker-1, unknown_ip] job-1612503130-worker-1:25:25 [0] NCCL INFO Bootstrap : Using [0]eth0:10.244.1.7<0>
+2021-02-05 05:32:39 [job-1612503130-worker-1, unknown_ip] job-1612503130-worker-1:25:25 [0] init.cc:981 NCCL WARN Invalid rank requested : 2/2
+";
+    let v = common::verdict_of(&[("worker-1.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("rank 2 of a world of 2"), "{summary}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}

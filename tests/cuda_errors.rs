@@ -162,3 +162,32 @@ fn python_tracebacks_cuda_errors_in_older_and_device_count_wordings_torch_1_4_an
         assert_eq!(v["status"], "crash", "{v:#}");
     }
 }
+
+/// DeepSpeed#3827's shape (ZeRO++ all-to-all, NCCL 2.14.3, pdsh prefix):
+/// PyTorch's report keeps only NCCL's last warning, the allocation that
+/// failed. With no CUDA failure saying otherwise, the GPU ran out of memory.
+#[test]
+fn a_failed_allocation_of_nccls_is_out_of_gpu_memory_nccl_2_14() {
+    let log = "\
+192.168.1.51: RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1670525541990/work/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.14.3
+192.168.1.51: ncclInternalError: Internal check failed.
+192.168.1.51: Last error:
+192.168.1.51: Failed to CUDA calloc async 1920 bytes
+";
+    let v = common::verdict_of(&[("deepspeed.log", log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("GPU memory"),
+        "{v:#}"
+    );
+    // The CUDA failure before it saying something else: no memory verdict.
+    let other = format!(
+        "192.168.1.51: node:1:1 [0] include/alloc.h:128 NCCL WARN Cuda failure 'operation not supported'\n{log}"
+    );
+    let v = common::verdict_of(&[("deepspeed.log", &other)]);
+    let summary = v["cause"]["summary"].as_str().unwrap_or("");
+    assert!(!summary.contains("GPU memory"), "{v:#}");
+}

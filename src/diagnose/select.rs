@@ -302,7 +302,8 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         | EventKind::SocketError
         | EventKind::VerbsCallFailed
         | EventKind::TopologyFileError
-        | EventKind::DuplicateGpu => true,
+        | EventKind::DuplicateGpu
+        | EventKind::InvalidRank => true,
         // Graph capture fails when the program captures, after set-up.
         EventKind::NcclInstall => {
             matches!(
@@ -393,6 +394,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::HorovodStall
                     | EventKind::TopologyFileError
                     | EventKind::DuplicateGpu
+                    | EventKind::InvalidRank
             )
         })
         // Gloo's loopback fallback is only a warning, a store connect that

@@ -141,6 +141,8 @@ event_kinds! {
     TopologyFileError => "topology_file_error",
     /// Two ranks of one communicator on the same GPU (NCCL's init check).
     DuplicateGpu => "duplicate_gpu",
+    /// A process asked NCCL for a rank outside the communicator's size.
+    InvalidRank => "invalid_rank",
     /// The NCCL install does not fit the process (`what`): the network it
     /// was told to use is missing, a plugin failed to load, the library is
     /// older than the program's headers, its build cannot capture graphs.

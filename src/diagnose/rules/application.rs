@@ -322,7 +322,8 @@ fn desync_report(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 
 /// NCCL itself caught ranks disagreeing on a collective: its IB transport
 /// found a send larger than the receive the peer posted for it (2.3–2.19;
-/// the sender prints it), or its kernels asserted a mismatch (2.4–2.6, "at
+/// the sender prints it), its socket transport a message larger than the
+/// receive (the receiver prints it), or its kernels asserted a mismatch (2.4–2.6, "at
 /// and around" the reporting rank). The ranks ran the collective with
 /// different sizes or in a different order, or with NCCL settings that
 /// differ. Which side is odd the lines do not say.
@@ -352,10 +353,19 @@ fn mismatch_detail(ctx: &Ctx<'_>, ev: &crate::model::Event) -> String {
         );
     }
     let size = |f| ev.int(f).map_or("?".to_string(), |n| n.to_string());
-    let to = ev
+    let peer = ev
         .text_field("peer")
-        .map(|peer| format!(" to {}", ctx.job.host_of_addr(peer).unwrap_or(peer)))
-        .unwrap_or_default();
+        .map(|peer| ctx.job.host_of_addr(peer).unwrap_or(peer));
+    // The socket transport's receiver reports it: what came, what it posted.
+    if ev.int("sent_size").is_some() {
+        let from = peer.map(|p| format!(" from {p}")).unwrap_or_default();
+        return format!(
+            "NCCL's socket transport on {host} received {} bytes{from} for a receive of {}",
+            size("sent_size"),
+            size("posted_size")
+        );
+    }
+    let to = peer.map(|p| format!(" to {p}")).unwrap_or_default();
     format!(
         "NCCL's IB transport from {host}{to} had {} bytes to send to a receive of {}",
         size("local_size"),

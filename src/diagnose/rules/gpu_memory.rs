@@ -17,11 +17,25 @@ use super::Ctx;
 const CITED: usize = 3;
 
 pub fn out_of_gpu_memory(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let failures: Vec<(EventIdx, &crate::model::Event)> = ctx
+    let of = |what: &'static str| {
+        ctx.job
+            .events_where(|k| k == EventKind::CudaFailure)
+            .filter(move |(_, ev)| ev.text_field("what") == Some(what))
+    };
+    let said_oom: Vec<(EventIdx, &crate::model::Event)> = of("out_of_memory").collect();
+    // An allocation NCCL names as failed without the CUDA error (a paste's
+    // `Last error:`) is a lead unless another CUDA failure says why.
+    let any_other_failure = ctx
         .job
         .events_where(|k| k == EventKind::CudaFailure)
-        .filter(|(_, ev)| ev.text_field("what") == Some("out_of_memory"))
-        .collect();
+        .any(|(_, ev)| ev.text_field("what").is_none());
+    let (failures, weight) = if !said_oom.is_empty() {
+        (said_oom, 0.6)
+    } else if !any_other_failure {
+        (of("alloc_failed").collect(), 0.5)
+    } else {
+        return None;
+    };
     let (_, first) = failures.first()?;
     let ranks: BTreeSet<u32> = failures.iter().filter_map(|(_, e)| e.who.rank).collect();
     let hosts: BTreeSet<&str> = failures
@@ -55,7 +69,7 @@ pub fn out_of_gpu_memory(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     for &(idx, _) in failures.iter().take(CITED) {
         h.support(
             Source::Nccl,
-            if h.support.is_empty() { 0.6 } else { 0.15 },
+            if h.support.is_empty() { weight } else { 0.15 },
             Some(idx),
             "NCCL could not allocate GPU memory for its buffers: the process's NCCL call fails",
         );

@@ -21,6 +21,7 @@ mod gpu_health;
 mod gpu_memory;
 mod gpudirect;
 mod horovod;
+mod invalid_rank;
 mod kernel;
 mod main_process;
 mod nccl_bug;
@@ -77,6 +78,7 @@ pub fn hypotheses(
                 .into_iter()
                 .chain(topology_file::topology_file(ctx))
                 .chain(duplicate_gpu::shared_gpu(ctx))
+                .chain(invalid_rank::rank_outside_the_world(ctx))
                 .chain(nccl_install::hypotheses(ctx))
                 .collect()
         },
