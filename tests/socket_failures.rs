@@ -434,5 +434,5 @@ tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: u
         v["cause"]["summary"].as_str().unwrap().contains("bond0"),
         "{v:#}"
     );
-    assert!(!common::cause_kinds(&v).contains(&"process_crash"), "{v:#}");
+    assert!(!common::cause_kinds(v).contains(&"process_crash"), "{v:#}");
 }
