@@ -81,3 +81,29 @@ fn a_build_that_cannot_capture_graphs_is_the_wrong_nccl_for_the_cuda_stack_nccl_
     assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
     assert_ne!(v["status"], "init_failure", "{v:#}");
 }
+
+/// nccl-tests#41's shape (Singularity, IB host): libibverbs finds the
+/// device but no provider library in the container, and the test's NCCL
+/// fails with an internal error. The image lacks the RDMA user space.
+#[test]
+fn an_rdma_device_without_a_provider_library_is_the_images_set_up_rdma_core() {
+    let log = "\
+libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0
+# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+ip-0AB85F07: Test NCCL failure common.cu:775 'internal error'
+";
+    let v = common::verdict_of(&[("all_reduce_perf.out", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("no provider"), "{summary}");
+    assert!(
+        v["cause"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("ibv_devinfo"),
+        "{v:#}"
+    );
+    // Alone, the warning is a lead: NCCL may have fallen back to sockets.
+    let v = common::verdict_of(&[("x.out", log.lines().next().unwrap())]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

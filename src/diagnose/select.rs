@@ -308,7 +308,12 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
         EventKind::NcclInstall => {
             matches!(
                 e.text_field("what"),
-                Some("net_missing" | "config_invalid" | "efa_cuda_register")
+                Some(
+                    "net_missing"
+                        | "config_invalid"
+                        | "efa_cuda_register"
+                        | "verbs_provider_missing"
+                )
             )
         }
         EventKind::StoreConnect => {

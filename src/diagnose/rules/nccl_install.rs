@@ -23,10 +23,14 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         .job
         .events_where(|k| k == EventKind::NcclInstall)
         .collect();
-    [network_missing(ctx, &lines), library_mismatch(ctx, &lines)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        network_missing(ctx, &lines),
+        library_mismatch(ctx, &lines),
+        verbs_provider_missing(ctx, &lines),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The network NCCL was told to use is missing; a plugin's load error on
@@ -81,6 +85,48 @@ fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypoth
             0.05,
             Some(idx),
             "another process could not find it either",
+        );
+    }
+    Some(h)
+}
+
+/// libibverbs found the RDMA device but no provider library for it: NCCL
+/// cannot use the NIC. With an NCCL error beside it that is why the job
+/// failed; alone it is a lead (NCCL falls back to sockets, slow but alive).
+fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let missing: Vec<&(EventIdx, &Event)> = lines
+        .iter()
+        .filter(|(_, e)| e.text_field("what") == Some("verbs_provider_missing"))
+        .collect();
+    let (_, first) = missing.first()?;
+    let failed = ctx.job.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::NcclErrorReport | EventKind::VerbsCallFailed | EventKind::NcclWarn
+        )
+    });
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "verbs_provider");
+    h.host = ctx.job.host_of_event(first).map(str::to_string);
+    let detail = match (first.text_field("device"), first.text_field("driver")) {
+        (Some(device), _) => format!("no driver for `{device}`"),
+        (None, Some(driver)) => format!(
+            "its `{driver}` driver would not load: {}",
+            first.text_field("error").unwrap_or("?")
+        ),
+        (None, None) => "no driver".to_string(),
+    };
+    h.value("detail", detail);
+    for &&(idx, _) in missing.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            if h.support.is_empty() && failed {
+                0.55
+            } else {
+                0.3
+            },
+            Some(idx),
+            "libibverbs found no provider library for the RDMA device: NCCL cannot use it",
         );
     }
     Some(h)
