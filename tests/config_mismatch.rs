@@ -217,3 +217,26 @@ fn a_rank_outside_the_world_is_the_launchs_layout_nccl_2_7() {
     assert!(summary.contains("rank 2 of a world of 2"), "{summary}");
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
+
+/// nccl#653's shape (Megatron under `srun --label`, NCCL 2.24+ wording, the
+/// host field empty): NCCL_ALGO forced CollNet where no CollNet network
+/// exists, so no algorithm can run the first all-reduce. Without a setting
+/// the same message is NCCL's internal error, not the job's set-up.
+#[test]
+fn an_algorithm_setting_that_leaves_none_is_the_jobs_set_up_nccl_2_24() {
+    let log = "201: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available for function AllReduce with datatype ncclFloat32. NCCL_ALGO was set to CollNet.\n";
+    let v = common::verdict_of(&[("srun.out", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("NCCL_ALGO=CollNet"), "{summary}");
+    assert_ne!(v["status"], "degraded", "{v:#}");
+    let bare =
+        "201: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available\n";
+    let v = common::verdict_of(&[("srun.out", bare)]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    // The setting printed at init names it where the warning does not.
+    let with_env =
+        format!("node1:5:5 [0] NCCL INFO NCCL_ALGO set by environment to CollNet\n{bare}");
+    let v = common::verdict_of(&[("srun.out", &with_env)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

@@ -400,6 +400,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::TopologyFileError
                     | EventKind::DuplicateGpu
                     | EventKind::InvalidRank
+                    | EventKind::NoAlgorithm
             )
         })
         // Gloo's loopback fallback is only a warning, a store connect that

@@ -143,6 +143,9 @@ event_kinds! {
     DuplicateGpu => "duplicate_gpu",
     /// A process asked NCCL for a rank outside the communicator's size.
     InvalidRank => "invalid_rank",
+    /// No algorithm and protocol could run a collective (NCCL_ALGO /
+    /// NCCL_PROTO forbade every one that could).
+    NoAlgorithm => "no_algorithm",
     /// The NCCL install does not fit the process (`what`): the network it
     /// was told to use is missing, a plugin failed to load, the library is
     /// older than the program's headers, its build cannot capture graphs.

@@ -13,6 +13,7 @@ mod config;
 mod duplicate_gpu;
 mod efa;
 mod fabric;
+mod forced_algorithm;
 mod fr_analysis;
 mod framework;
 mod gloo;
@@ -79,6 +80,7 @@ pub fn hypotheses(
                 .chain(topology_file::topology_file(ctx))
                 .chain(duplicate_gpu::shared_gpu(ctx))
                 .chain(invalid_rank::rank_outside_the_world(ctx))
+                .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
                 .collect()
         },
