@@ -270,7 +270,8 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             .events
             .iter()
             .any(|e| e.kind == EventKind::HorovodStall || is_fr_block(e))
-            || super::rules::dumps_wait_in_a_collective(ctx) =>
+            || super::rules::dumps_wait_in_a_collective(ctx)
+            || super::rules::ras_shows_a_hang(ctx) =>
         {
             Status::Hang
         }
@@ -364,6 +365,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
     let came_up = job.a_comm_came_up();
     job.deaths.iter().any(|d| !d.consequence)
         || super::rules::dumps_wait_in_a_collective(ctx)
+        || super::rules::ras_shows_a_hang(ctx)
         || job.events.iter().any(|e| {
             // srun reports every task it stopped for a cancel as Terminated.
             if cancelled

@@ -143,6 +143,9 @@ event_kinds! {
     DuplicateGpu => "duplicate_gpu",
     /// A process asked NCCL for a rank outside the communicator's size.
     InvalidRank => "invalid_rank",
+    /// A line of the RAS client's report (`ncclras`): a flagged
+    /// communicator, a section of its block, a launch count, a rank.
+    RasReport => "ras_report",
     /// No algorithm and protocol could run a collective (NCCL_ALGO /
     /// NCCL_PROTO forbade every one that could).
     NoAlgorithm => "no_algorithm",

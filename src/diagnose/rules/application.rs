@@ -17,6 +17,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(desync_report(ctx));
     out.extend(super::fr_analysis::fr_analysis(ctx));
     out.extend(super::stacks::stack_dumps(ctx));
+    out.extend(super::ras_report::ras_report(ctx));
     out.extend(super::barrier::monitored_barrier(ctx));
     out.extend(super::horovod::stalled_tensors(ctx));
     out.extend(super::framework::workers_out_of_step(ctx));
