@@ -278,11 +278,7 @@ fn blocking_wait_timeouts_name_the_rank_that_never_arrived_torch_1_13_and_2_4() 
                 "Preparing test set: 40%\n".to_string(),
             )])
             .collect();
-        let refs: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let v = common::verdict_of(&refs);
+        let v = common::verdict_of_owned(&files);
         assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
         assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
         assert_eq!(v["collective"]["op"], "ALLREDUCE", "{v:#}");

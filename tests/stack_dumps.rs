@@ -3,7 +3,6 @@
 
 mod common;
 
-use common::verdict_of;
 use serde_json::Value;
 
 /// NCCL's init line of rank `r` on node1 (its pid is 4100 + r).
@@ -72,8 +71,7 @@ fn the_rank_outside_the_collective_the_others_wait_in_is_stuck_py_spy_0_4() {
             ]
         })
         .collect();
-    let files: Vec<(&str, &str)> = logs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let v = verdict_of(&files);
+    let v = common::verdict_of_owned(&logs);
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
     assert_eq!(v["status"], "hang", "{v:#}");
@@ -111,14 +109,9 @@ fn a_dump_and_a_silent_rank_agree_and_combine() {
         logs.push((format!("rank{r}.log"), log));
         logs.push((format!("stacks/pyspy-{}.txt", 4100 + r), pyspy(r, main)));
     }
-    let files: Vec<(&str, &str)> = logs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let with = verdict_of(&files);
-    let without: Vec<(&str, &str)> = files
-        .iter()
-        .copied()
-        .filter(|(p, _)| !p.starts_with("stacks/"))
-        .collect();
-    let without = verdict_of(&without);
+    let with = common::verdict_of_owned(&logs);
+    logs.retain(|(p, _)| !p.starts_with("stacks/"));
+    let without = common::verdict_of_owned(&logs);
     assert_eq!(with["stuck_ranks"], serde_json::json!([2]), "{with:#}");
     assert_eq!(
         without["stuck_ranks"],
@@ -148,11 +141,7 @@ fn a_rank_waiting_in_another_collective_is_a_mismatch_faulthandler() {
             (format!("logs/rank{r}/faulthandler.txt"), text)
         })
         .collect();
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let v = verdict_of(&files);
+    let v = common::verdict_of_owned(&texts);
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
     assert!(summary(&v).contains("BROADCAST"), "{v:#}");
@@ -171,11 +160,7 @@ fn send_on_one_rank_and_recv_on_another_are_no_mismatch() {
             (format!("rank{r}/pyspy.txt"), text)
         })
         .collect();
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let v = verdict_of(&files);
+    let v = common::verdict_of_owned(&texts);
     assert!(
         !common::cause_kinds(&v).contains(&"collective_mismatch"),
         "{v:#}"
@@ -207,11 +192,7 @@ fn the_one_stack_the_others_do_not_share_is_a_lead_py_spy_0_3() {
             (format!("pyspy-rank{r}.txt"), dump(r, frames))
         })
         .collect();
-    let files: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let v = verdict_of(&files);
+    let v = common::verdict_of_owned(&texts);
     let lead = std::iter::once(&v["cause"])
         .chain(v["alternatives"].as_array().into_iter().flatten())
         .find(|c| c["kind"] == "rank_stalled")

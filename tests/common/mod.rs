@@ -50,6 +50,15 @@ pub fn verdict_of(files: &[(&str, &str)]) -> serde_json::Value {
     report_of(files)["verdict"].clone()
 }
 
+/// [`verdict_of`] for files whose paths and texts were built as strings.
+pub fn verdict_of_owned(files: &[(String, String)]) -> serde_json::Value {
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    verdict_of(&refs)
+}
+
 /// The kinds a verdict names: its cause, then its alternatives.
 pub fn cause_kinds(verdict: &serde_json::Value) -> Vec<&str> {
     let alternatives = verdict["alternatives"].as_array().into_iter().flatten();
