@@ -98,6 +98,8 @@ struct TorchApiSpec {
     ops: BTreeMap<String, String>,
     #[serde(default)]
     same_size_ops: Vec<String>,
+    #[serde(default)]
+    point_to_point_ops: Vec<String>,
 }
 
 /// How the members of a communicator must agree on a call, by NCCL op
@@ -305,6 +307,8 @@ pub struct Knowledge {
     torch_api_ops: BTreeMap<String, String>,
     /// OpTypes whose input has the same size on every rank of the group.
     same_size_ops: Vec<String>,
+    /// OpTypes that pair with another op on the peer (a send with a recv).
+    point_to_point_ops: Vec<String>,
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
     /// Store errors (lower case) that mean the store's server went away.
@@ -406,6 +410,7 @@ impl Knowledge {
             wedged_commands: raw.mlx5.wedged_command_timeouts,
             torch_api_ops: raw.torch_api.ops,
             same_size_ops: raw.torch_api.same_size_ops,
+            point_to_point_ops: raw.torch_api.point_to_point_ops,
             signal_hints: raw.signal_hints,
             store_connection_lost: raw
                 .store
@@ -479,6 +484,11 @@ impl Knowledge {
 
     /// Whether every rank passes the same input size to `op` (an all-reduce
     /// does; an all-to-all with uneven splits or a gather's root does not).
+    /// Whether the OpType pairs with another op on the peer (send, recv).
+    pub fn point_to_point_op(&self, op: &str) -> bool {
+        self.point_to_point_ops.iter().any(|o| o == op)
+    }
+
     pub fn same_size_op(&self, op: &str) -> bool {
         self.same_size_ops.iter().any(|o| o == op)
     }

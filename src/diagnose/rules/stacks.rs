@@ -27,8 +27,6 @@ const ODD_STACK: f64 = 0.4;
 /// File of the torch.distributed collective API (py-spy shortens paths to
 /// the package's; faulthandler prints them whole).
 const C10D_FILE: &str = "distributed/distributed_c10d.py";
-/// Ops that pair with another op on the peer (send with recv).
-const POINT_TO_POINT: &[&str] = &["SEND", "RECV"];
 
 /// Where a rank's main thread was.
 struct Place {
@@ -125,7 +123,7 @@ fn out_of_order(ctx: &Ctx<'_>, places: &BTreeMap<u32, Place>) -> Option<Hypothes
         let (op, frame) = place.collective.as_ref()?;
         by_op.entry(op.as_str()).or_default().push((*rank, *frame));
     }
-    if by_op.len() < 2 || by_op.keys().any(|op| POINT_TO_POINT.contains(op)) {
+    if by_op.len() < 2 || by_op.keys().any(|op| ctx.kb.point_to_point_op(op)) {
         return None;
     }
     let most = by_op.values().map(Vec::len).max()?;
