@@ -37,6 +37,7 @@ fn the_rank_that_launched_fewer_operations_is_stuck_nccl_2_26() {
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("ALLGATHER"), "{summary}");
     assert_eq!(v["cause"]["host"], "10.137.190.125", "{v:#}");
+    assert_eq!(v["collective"]["op"], "ALLGATHER", "{v:#}");
 }
 
 /// nccl#1911's report: two ranks queued one more all-gather than the other

@@ -1,7 +1,7 @@
 //! Which collective the job was in. The hang (watchdog lines, Flight Recorder)
 //! names it best; without one, PyTorch's mismatch report, a traceback
-//! through torch.distributed, the ranks' stack dumps or NCCL's call trace
-//! still say which op a rank was running.
+//! through torch.distributed, the ranks' stack dumps, NCCL's RAS report or
+//! its call trace still say which op a rank was running.
 
 use crate::model::{EventKind, Job};
 
@@ -32,6 +32,7 @@ pub fn named(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Named> {
         .or_else(|| flight_recorder_analysis(ctx))
         .or_else(|| traceback_call(ctx))
         .or_else(|| dumped_collective(ctx))
+        .or_else(|| ras_collective(ctx))
         .or_else(|| diverging_call(ctx));
     match (from_hang, guess) {
         (Some(mut c), Some(g)) if g.collective.seq.is_none() || g.collective.seq == c.seq => {
@@ -83,6 +84,20 @@ fn flight_recorder_analysis(ctx: &Ctx<'_>) -> Option<Named> {
 /// Stack dumps: the collective most dumped ranks' main threads waited in.
 fn dumped_collective(ctx: &Ctx<'_>) -> Option<Named> {
     let (op, idx) = super::rules::dumped_collective(ctx)?;
+    Some(Named {
+        collective: Collective {
+            op: Some(op),
+            seq: None,
+            pg: None,
+        },
+        cited: Some(idx),
+    })
+}
+
+/// NCCL's RAS report: the op whose launch counts differ between ranks (its
+/// count is NCCL's, not the group's sequence number).
+fn ras_collective(ctx: &Ctx<'_>) -> Option<Named> {
+    let (op, idx) = super::rules::ras_collective(ctx)?;
     Some(Named {
         collective: Collective {
             op: Some(op),

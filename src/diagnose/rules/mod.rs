@@ -103,5 +103,5 @@ pub use fabric::{FabricFacts, FabricReview, fabric_review};
 pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
 pub use process::culprit_deaths;
-pub use ras_report::ras_shows_a_hang;
+pub use ras_report::{ras_collective, ras_shows_a_hang};
 pub use stacks::{dumped_collective, dumps_wait_in_a_collective};

@@ -23,6 +23,8 @@ const MAX_RANK: u32 = 1 << 20;
 /// One section of a flagged communicator's block.
 #[derive(Default)]
 struct Section {
+    /// Its line (`Communicator ranks have different … operation counts`).
+    idx: EventIdx,
     /// The op whose counts differ (2.26+), as NCCL names it.
     op: Option<String>,
     /// Launch-count groups, most common first: (launched, ranks).
@@ -52,6 +54,16 @@ pub(super) fn ras_report(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// the job was stuck in a collective when it was taken.
 pub fn ras_shows_a_hang(ctx: &Ctx<'_>) -> bool {
     sections(ctx).iter().any(|s| s.groups.len() > 1)
+}
+
+/// The op whose launch counts differ (2.26+ names it), and its section line.
+pub fn ras_collective(ctx: &Ctx<'_>) -> Option<(String, EventIdx)> {
+    let s = sections(ctx)
+        .into_iter()
+        .find(|s| s.groups.len() > 1 && s.op.is_some())?;
+    let op = s.op?;
+    let name = ctx.kb.nccl_calls.op_type(&op).unwrap_or(&op).to_string();
+    Some((name, s.idx))
 }
 
 /// Ranks that launched fewer operations than most.
@@ -160,6 +172,7 @@ fn sections(ctx: &Ctx<'_>) -> Vec<Section> {
         last = Some(ev);
         match ev.text_field("what") {
             Some("section") => out.push(Section {
+                idx,
                 op: ev.text_field("op").map(str::to_string),
                 missing: ev.int("missing").map(|_| Vec::new()),
                 ..Section::default()
