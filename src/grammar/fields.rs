@@ -15,8 +15,28 @@ pub fn convert_field(kind: FieldKind, raw: &str) -> Value {
         }
         FieldKind::BusId => normalize_bus_id(raw).map(|b| Value::Text(b.into())),
         FieldKind::Upper => Some(Value::Text(raw.to_ascii_uppercase().into())),
+        FieldKind::NcclVersion => torch_split_version(raw).map(|v| Value::Text(v.into())),
     };
     parsed.unwrap_or_else(|| Value::Text(raw.into()))
+}
+
+/// PyTorch 1.9–1.11 split NCCL's version code as if it were the pre-2.9
+/// `major*1000 + minor*100 + patch`; 2.9+'s `major*10000 + minor*100 +
+/// patch` then prints as `21.0.3` (2.10.3) or `21.4.3` (2.14.3). No NCCL has
+/// a major release of 20 or more, so such a version is that misprint.
+fn torch_split_version(raw: &str) -> Option<String> {
+    let mut parts = raw.trim().splitn(3, '.').map(|p| p.parse::<u32>().ok());
+    let (a, b, c) = (parts.next()??, parts.next()??, parts.next()??);
+    if a < 20 || b > 9 {
+        return None;
+    }
+    let code = a * 1000 + b * 100 + c;
+    Some(format!(
+        "{}.{}.{}",
+        code / 10000,
+        code % 10000 / 100,
+        code % 100
+    ))
 }
 
 /// Normalises a GPU / NIC PCI address to `dddd:bb:dd.f` (lowercase).
@@ -66,6 +86,17 @@ fn normalize_pci_address(raw: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn torch_1_10s_split_nccl_codes_are_put_right() {
+        let v = |raw| convert_field(FieldKind::NcclVersion, raw);
+        assert_eq!(v("21.0.3"), Value::Text("2.10.3".into()));
+        assert_eq!(v("21.4.3"), Value::Text("2.14.3".into()));
+        assert_eq!(v("22.1.5"), Value::Text("2.21.5".into()));
+        // What NCCL itself prints stays as it is.
+        assert_eq!(v("2.18.3"), Value::Text("2.18.3".into()));
+        assert_eq!(v("2.9.9"), Value::Text("2.9.9".into()));
+    }
+
     use super::*;
 
     #[test]

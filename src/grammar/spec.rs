@@ -60,7 +60,7 @@ pub struct PatternSpec {
     pub literals: Vec<String>,
     /// Regex run on the line's message (after launcher / NCCL / c10 prefixes).
     pub regex: String,
-    /// Kind of each capture: int, hex, text, bus_id, upper.
+    /// Kind of each capture: int, hex, text, bus_id, upper, nccl_version.
     #[serde(default)]
     pub fields: BTreeMap<String, FieldKind>,
     /// Constant fields added to every match.
@@ -121,6 +121,9 @@ pub enum FieldKind {
     BusId,
     /// Text upper-cased (op names printed in different cases).
     Upper,
+    /// An NCCL release `2.X.Y`; PyTorch 1.9–1.11 print 2.10+ codes split
+    /// wrongly (`21.0.3` for 2.10.3), which this puts right.
+    NcclVersion,
 }
 
 #[derive(Debug, Deserialize)]
