@@ -569,6 +569,13 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.values
                 .insert("host", format!("the host whose ranks advertised {addr}"));
         }
+        // A connect whose line names neither end (NCCL 2.2–2.3 print no
+        // address, and without their `NCCL` tag no host): the peer it dialled.
+        if h.host.is_none() && h.kind == CauseKind::Firewall {
+            h.values
+                .entry("host")
+                .or_insert_with(|| "the peer host".to_string());
+        }
         if h.ranks.is_empty()
             && let Some(host) = h.host.clone()
         {
