@@ -276,3 +276,29 @@ Current thread 0x00007f3d0a8b6740 (most recent call first):
         vec![(None, vec![1, 2]), (None, vec![1, 2])]
     );
 }
+
+/// A hang whose logs cannot tell who fell behind asks for stack dumps or a
+/// RAS report; once they are there, it does not.
+#[test]
+fn a_hang_without_dumps_asks_for_them() {
+    let timeout = |r: u32| {
+        format!(
+            "[rank{r}]:[E1129 10:10:00.000000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+        )
+    };
+    let mut logs: Vec<(String, String)> = (0..4)
+        .map(|r| (format!("rank{r}.log"), init(r) + &timeout(r)))
+        .collect();
+    let asks = |logs: &[(String, String)]| {
+        let notes = common::report_of_owned(logs)["notes"].to_string();
+        notes.contains("No stack dumps")
+    };
+    assert!(asks(&logs));
+    for r in 0..4 {
+        logs.push((
+            format!("stacks/pyspy-{}.txt", 4100 + r),
+            pyspy(r, IN_ALL_REDUCE),
+        ));
+    }
+    assert!(!asks(&logs));
+}

@@ -569,6 +569,10 @@ pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {
         }
         if h.laggards.is_empty() && !has(EventKind::PgStatus) {
             notes.push("No last-enqueued / last-completed numbers (torch ≥ 2.3 prints them) or Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000) to tell which rank fell behind.".to_string());
+            // Taken while the job still hangs: where each rank waits.
+            if job.stacks.is_empty() && !has(EventKind::RasReport) {
+                notes.push("No stack dumps or RAS report: while a job hangs, `py-spy dump --pid <pid>` of every rank (or `ncclras` on any node, NCCL 2.24+) shows which ranks wait in the collective and which never reached it.".to_string());
+            }
         }
     }
     let kernel = job

@@ -50,13 +50,18 @@ pub fn verdict_of(files: &[(&str, &str)]) -> serde_json::Value {
     report_of(files)["verdict"].clone()
 }
 
-/// [`verdict_of`] for files whose paths and texts were built as strings.
-pub fn verdict_of_owned(files: &[(String, String)]) -> serde_json::Value {
+/// [`report_of`] for files whose paths and texts were built as strings.
+pub fn report_of_owned(files: &[(String, String)]) -> serde_json::Value {
     let refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
-    verdict_of(&refs)
+    report_of(&refs)
+}
+
+/// [`verdict_of`] for files whose paths and texts were built as strings.
+pub fn verdict_of_owned(files: &[(String, String)]) -> serde_json::Value {
+    report_of_owned(files)["verdict"].clone()
 }
 
 /// The kinds a verdict names: its cause, then its alternatives.
