@@ -50,6 +50,20 @@ pub fn named(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Named> {
     }
 }
 
+impl Named {
+    /// An op named without a sequence number or group, and the line that names it.
+    fn op(op: impl Into<String>, cited: Option<usize>) -> Named {
+        Named {
+            collective: Collective {
+                op: Some(op.into()),
+                seq: None,
+                pg: None,
+            },
+            cited,
+        }
+    }
+}
+
 /// `Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21,
 /// OpType=BROADCAST, …)`: the reporting rank's side of the mismatch.
 fn fingerprint(job: &Job) -> Option<Named> {
@@ -84,28 +98,14 @@ fn flight_recorder_analysis(ctx: &Ctx<'_>) -> Option<Named> {
 /// Stack dumps: the collective most dumped ranks' main threads waited in.
 fn dumped_collective(ctx: &Ctx<'_>) -> Option<Named> {
     let (op, idx) = super::rules::dumped_collective(ctx)?;
-    Some(Named {
-        collective: Collective {
-            op: Some(op),
-            seq: None,
-            pg: None,
-        },
-        cited: Some(idx),
-    })
+    Some(Named::op(op, Some(idx)))
 }
 
 /// NCCL's RAS report: the op whose launch counts differ between ranks (its
 /// count is NCCL's, not the group's sequence number).
 fn ras_collective(ctx: &Ctx<'_>) -> Option<Named> {
     let (op, idx) = super::rules::ras_collective(ctx)?;
-    Some(Named {
-        collective: Collective {
-            op: Some(op),
-            seq: None,
-            pg: None,
-        },
-        cited: Some(idx),
-    })
+    Some(Named::op(op, Some(idx)))
 }
 
 /// NCCL's COLL trace: the op the members of a communicator parted ways
@@ -115,14 +115,7 @@ fn diverging_call(ctx: &Ctx<'_>) -> Option<Named> {
     let d = super::call_trace::first_divergence(ctx.job, rules)?;
     let side = &d.sides[0];
     let op = rules.op_type(&side.call.op).unwrap_or(&side.call.op);
-    Some(Named {
-        collective: Collective {
-            op: Some(op.to_string()),
-            seq: None,
-            pg: None,
-        },
-        cited: side.lines.first().copied(),
-    })
+    Some(Named::op(op, side.lines.first().copied()))
 }
 
 /// The word after `key` (`OpType=BARRIER)` → `BARRIER`).
@@ -175,14 +168,7 @@ fn traceback_call(ctx: &Ctx<'_>) -> Option<Named> {
             o.file == file && o.line < end
         })
         .last()?;
-    Some(Named {
-        collective: Collective {
-            op: Some((*op).to_string()),
-            seq: None,
-            pg: None,
-        },
-        cited: Some(*idx),
-    })
+    Some(Named::op(*op, Some(*idx)))
 }
 
 #[cfg(test)]
