@@ -79,11 +79,16 @@ fn own_lines(job: &mut Job, dump: &StackDump) {
     }
 }
 
-fn new_dump(idx: EventIdx, ev: &Event) -> StackDump {
-    let format = match ev.text_field("format") {
+/// The tool a dump line came from (its pattern sets `format`).
+fn format_of(ev: &Event) -> StackFormat {
+    match ev.text_field("format") {
         Some("faulthandler") => StackFormat::Faulthandler,
         _ => StackFormat::PySpy,
-    };
+    }
+}
+
+fn new_dump(idx: EventIdx, ev: &Event) -> StackDump {
+    let format = format_of(ev);
     let pid = ev
         .int("pid")
         .and_then(|p| u32::try_from(p).ok())
@@ -102,10 +107,7 @@ fn new_dump(idx: EventIdx, ev: &Event) -> StackDump {
 /// A thread header belongs to the open dump unless it is of another tool
 /// or that thread was already dumped (the next dump of the process).
 fn takes_thread(job: &Job, dump: &StackDump, ev: &Event) -> bool {
-    let format = match ev.text_field("format") {
-        Some("faulthandler") => StackFormat::Faulthandler,
-        _ => StackFormat::PySpy,
-    };
+    let format = format_of(ev);
     let tid = ev.text_field("tid");
     let seen = dump
         .threads
