@@ -191,3 +191,61 @@ fn a_failed_allocation_of_nccls_is_out_of_gpu_memory_nccl_2_14() {
     let summary = v["cause"]["summary"].as_str().unwrap_or("");
     assert!(!summary.contains("GPU memory"), "{v:#}");
 }
+
+/// sglang#552's shape (vLLM's custom all-reduce, two T4s without a P2P
+/// path): both ranks' `Failed: Cuda error …custom_all_reduce.cuh:307 'peer
+/// access is not supported between these two devices'`, NCCL's examples'
+/// CUDACHECK wording. The GPUs of that host have no peer path the program's
+/// own all-reduce can use: a peer-access fault of the host, whose remedy
+/// turns that path off — not a program crash of rank 0.
+#[test]
+fn a_programs_peer_access_failure_is_the_hosts_missing_p2p_path_vllm_0_3() {
+    let init = "kaggle-t4:3011:3011 [0] NCCL INFO cudaDriverVersion 12020\n\
+kaggle-t4:3011:3011 [0] NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 400 commId 0x9a1b - Init COMPLETE\n\
+kaggle-t4:3012:3012 [1] NCCL INFO comm 0x5582 rank 1 nranks 2 cudaDev 1 busId 500 commId 0x9a1b - Init COMPLETE\n";
+    let fail = "Failed: Cuda error /home/runner/work/vllm/vllm/csrc/custom_all_reduce.cuh:307 'peer access is not supported between these two devices'\n";
+    let v = common::verdict_of(&[
+        ("nccl.log", init),
+        ("worker0.log", fail),
+        ("worker1.log", fail),
+    ]);
+    let cause = &v["cause"];
+    assert_eq!(cause["kind"], "gpu_fault", "{v:#}");
+    assert!(
+        cause["summary"].as_str().unwrap().contains("peer-to-peer"),
+        "{v:#}"
+    );
+    assert!(
+        cause["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("--disable-custom-all-reduce"),
+        "{v:#}"
+    );
+    assert_ne!(v["status"], "healthy", "{v:#}");
+}
+
+/// tensorflow#30887's shape (TF 2.0, ten GPUs in one process): TensorFlow
+/// quotes CUDA's driver error by name, the warning wrapped before `peer
+/// access from`; CUDA maps at most eight peers per GPU. Read from the
+/// wrapped half alone, and told as the same peer-access fault.
+#[test]
+fn too_many_peers_quoted_by_tensorflow_is_a_peer_access_fault_tf_2_0() {
+    let log = "2019-07-25 09:33:34.093469: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1597] Unable to enable peer access between device ordinals 0 and 9, status: Internal: failed to enable\n\
+peer access from 0x7f76d46da2c0 to 0x7f76b4713830: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted\n";
+    let v = common::verdict_of(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let why = v["cause"]["evidence"][0]["why"].as_str().unwrap();
+    assert!(why.contains("8 peers"), "{v:#}");
+}
+
+/// PyTorch's own wording of the same CUDA error (a P2P copy between two
+/// devices of one process) is the same fault, not a program crash.
+#[test]
+fn peer_access_unsupported_in_a_torch_exception_is_a_peer_access_fault_torch_2_1() {
+    let log = "[rank0]: Traceback (most recent call last):\n\
+[rank0]:   File \"train.py\", line 41, in <module>\n\
+[rank0]: RuntimeError: CUDA error: peer access is not supported between these two devices\n";
+    let v = common::verdict_of(&[("rank0.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}

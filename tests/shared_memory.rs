@@ -4,7 +4,7 @@
 mod common;
 
 fn assert_shm_crash(v: &serde_json::Value) {
-    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("/dev/shm"), "{summary}");
     let remedy = v["cause"]["remedy"].as_str().unwrap();

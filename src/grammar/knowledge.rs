@@ -206,6 +206,9 @@ struct GpuErrorSpec {
     /// The cause text variant this error is told in (`nvswitch`).
     #[serde(default)]
     variant: Option<String>,
+    /// What the error says about the GPUs, where not a hardware failure.
+    #[serde(default)]
+    meaning: Option<String>,
 }
 
 /// What an `nvidia-smi` field showing a fault means (`[[gpu_health]]`).
@@ -228,6 +231,7 @@ pub struct GpuError {
     text: String,
     pub weight: f64,
     pub variant: Option<String>,
+    pub meaning: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -441,6 +445,7 @@ impl Knowledge {
                     text: g.text.to_ascii_lowercase(),
                     weight: g.weight,
                     variant: g.variant,
+                    meaning: g.meaning,
                 })
                 .collect(),
             gpu_health: raw.gpu_health,

@@ -38,7 +38,13 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 Source::Torch,
                 weight,
                 Some(idx),
-                format!("the GPU reported a hardware error: {error}"),
+                format!(
+                    "{}: {error}",
+                    known
+                        .meaning
+                        .as_deref()
+                        .unwrap_or("the GPU reported a hardware error")
+                ),
             );
         }
     }

@@ -237,6 +237,10 @@ fn add_signal_hint<'d>(
     }
 }
 
+/// A GPU error weighing this much or more decides the cause by itself
+/// (`[[gpu_error]]` weights; `unknown error` and launch failures weigh less).
+const DECISIVE_GPU_ERROR: f64 = 0.5;
+
 fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
     let ev = &ctx.job.events[d.evidence[0]];
     let source = match ev.kind {
@@ -245,6 +249,12 @@ fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
         _ => Source::Launcher,
     };
     let weight = match (d.kind, d.signal.as_deref()) {
+        // An exception that quotes a CUDA error the knowledge base calls the
+        // GPU's (uncorrectable ECC, no peer access) is the GPU fault's
+        // consequence; the GPU rule tells that fault, and it should lead.
+        (DeathKind::Exception, _) if ctx.kb.gpu_error_weight(&d.reason) >= DECISIVE_GPU_ERROR => {
+            0.45
+        }
         (DeathKind::Exception, _) => 0.8,
         (_, Some("SIGKILL" | "SIGSEGV" | "SIGBUS" | "SIGILL" | "SIGFPE")) => 0.75,
         (DeathKind::ExitCode, _) if d.exitcode.is_some_and(|c| c != 0) => 0.6,

@@ -18,7 +18,7 @@ pub fn shm_exhausted(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::ShmFailure) {
         let host = ctx.job.host_of_event(ev).map(str::to_string);
         let h = by_host.entry(host.clone()).or_insert_with(|| {
-            let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+            let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
             h.value("variant", "shm".to_string());
             h.host = host.clone();
             h
