@@ -249,3 +249,25 @@ fn peer_access_unsupported_in_a_torch_exception_is_a_peer_access_fault_torch_2_1
     let v = common::verdict_of(&[("rank0.log", log)]);
     assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
+
+/// ray_lightning#24's shape (NCCL 2.7.8 under Ray): NCCL's own P2P
+/// transport could not open the peer GPU's buffer (`failed to open CUDA IPC
+/// handle : 217 peer access is not supported …`, the 2.3–2.7 wording), on
+/// GPUs NCCL took for P2P-capable. The same peer-access fault, on its host.
+#[test]
+fn nccls_failed_ipc_open_for_want_of_peer_access_is_the_hosts_p2p_fault_nccl_2_7() {
+    let log = "(pid=909608) z-pc:909608:910337 [0] NCCL INFO Channel 00 : 0[2d000] -> 1[2e000] via P2P/IPC\n\
+(pid=909608) z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices\n\
+(pid=909608) z-pc:909608:910337 [0] NCCL INFO transport.cc:68 -> 1\n\
+(pid=909597) RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1603729062494/work/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled cuda error, NCCL version 2.7.8\n";
+    let v = common::verdict_of(&[("ray.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], "z-pc", "{v:#}");
+    assert!(
+        v["cause"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("NCCL_P2P_DISABLE=1"),
+        "{v:#}"
+    );
+}
