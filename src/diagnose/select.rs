@@ -261,6 +261,10 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         CauseKind::ProcessCrash => Status::Crash,
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
+        // An nccl-tests run that stopped mid-way without an error hung.
+        _ if super::rules::nccl_tests_run(ctx.job).is_some_and(|r| r.stopped(ctx.job)) => {
+            Status::Hang
+        }
         // Horovod's stall inspector prints while the ranks wait, the
         // Flight Recorder dumps PyTorch's analysis reads are taken when a
         // collective timed out, and stack dumps of ranks waiting in one are
@@ -364,6 +368,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
     let came_up = job.a_comm_came_up();
     job.deaths.iter().any(|d| !d.consequence)
+        || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
         || super::rules::dumps_wait_in_a_collective(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || job.events.iter().any(|e| {

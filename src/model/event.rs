@@ -252,6 +252,17 @@ event_kinds! {
     StackFrame => "stack_frame",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
+    // nccl-tests (all_reduce_perf and its siblings)
+    /// `#  Rank  0 Group  0 Pid 4410 on node7 device  0 [0000:1a:00] …`:
+    /// where each of the test's ranks runs.
+    NcclTestsRank => "nccl_tests_rank",
+    /// The test's result table (`what`: header, row with its `size`, done
+    /// with the average bus bandwidth): how far a run got.
+    NcclTestsTable => "nccl_tests_table",
+    // system snapshots
+    /// `lspci -vvv`'s `ACSCtl:` line of a PCIe bridge: whether Access
+    /// Control Services redirect peer-to-peer traffic (`src_valid` `+`).
+    PciAcs => "pci_acs",
     // kernel log (dmesg, journalctl -k, syslog)
     /// A kernel boot (the `Linux version` banner): uptime stamps restart.
     KernelBoot => "kernel_boot",

@@ -28,6 +28,7 @@ mod main_process;
 mod nccl_bug;
 mod nccl_install;
 mod network;
+mod peer_path;
 mod process;
 mod progress;
 mod ras_report;
@@ -71,6 +72,7 @@ pub fn hypotheses(
                 .into_iter()
                 .chain(gpu_health::hypotheses(ctx))
                 .chain(gpudirect::broken_gpudirect(ctx))
+                .chain(peer_path::stuck_between_gpus(ctx, hang))
                 .collect()
         },
         &|| network::hypotheses(ctx, hang),
@@ -102,6 +104,7 @@ pub fn hypotheses(
 pub use fabric::{FabricFacts, FabricReview, fabric_review};
 pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
+pub use peer_path::nccl_tests_run;
 pub use process::culprit_deaths;
 pub use ras_report::{ras_collective, ras_shows_a_hang};
 pub use stacks::{dumped_collective, dumps_wait_in_a_collective};

@@ -1,0 +1,217 @@
+//! The GPUs of one host that never finished a transfer between them. With
+//! every rank on one host no network is involved: NCCL moves the data peer
+//! to peer (or through shared memory), and PCIe ACS redirecting that
+//! traffic, a translating IOMMU, or a driver without peer-to-peer for these
+//! GPUs make the first transfer hang without an error line (nccl#257,
+//! vllm#9920, nccl-tests#117: fixed by turning ACS or the IOMMU off, or by
+//! NCCL_P2P_DISABLE=1). Three signs, each from its own source: every rank
+//! waiting in its group's first collective with none behind; an nccl-tests
+//! run that stopped before its table's footer; an `lspci -vvv` snapshot
+//! with ACS on (`gpu_fault`, `p2p_hang` variant).
+
+use std::collections::BTreeSet;
+
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventIdx, EventKind, Job, Level};
+
+use super::Ctx;
+
+/// How far an nccl-tests run got, from its own output.
+#[derive(Debug, Default)]
+pub struct TestRun {
+    /// Hosts its rank lines name.
+    pub hosts: BTreeSet<String>,
+    pub ranks: usize,
+    pub header: Option<EventIdx>,
+    /// The last size (bytes) the table shows, with its line.
+    pub last_row: Option<(i64, EventIdx)>,
+    pub finished: bool,
+    pub first_line: Option<EventIdx>,
+}
+
+impl TestRun {
+    /// Started, never reached its footer, and printed no failure: it hung
+    /// at the next size (or its log was cut there).
+    pub fn stopped(&self, job: &Job) -> bool {
+        self.first_line.is_some() && !self.finished && !failure_printed(job)
+    }
+}
+
+/// The nccl-tests run of the job's logs, where there is one.
+pub fn nccl_tests_run(job: &Job) -> Option<TestRun> {
+    let mut run = TestRun::default();
+    for (idx, ev) in job.events_where(|k| matches!(k, EventKind::NcclTestsRank | EventKind::NcclTestsTable)) {
+        run.first_line.get_or_insert(idx);
+        if ev.kind == EventKind::NcclTestsRank {
+            run.ranks += 1;
+            run.hosts.extend(ev.text_field("node").map(str::to_string));
+            continue;
+        }
+        match ev.text_field("what") {
+            Some("header") => run.header = Some(idx),
+            Some("row") => run.last_row = ev.int("size").map(|s| (s, idx)),
+            Some("done") => run.finished = true,
+            _ => {}
+        }
+    }
+    run.first_line.is_some().then_some(run)
+}
+
+/// An error any layer printed: the run failed visibly, and the rules that
+/// read that error tell why.
+fn failure_printed(job: &Job) -> bool {
+    job.events.iter().any(|e| {
+        e.level >= Level::Error
+            || matches!(
+                e.kind,
+                EventKind::CudaFailure
+                    | EventKind::NcclWarn
+                    | EventKind::NcclErrorReport
+                    | EventKind::NcclErrorChain
+            )
+    })
+}
+
+pub fn stuck_between_gpus(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
+    if p2p_disabled(ctx.job) {
+        return None;
+    }
+    let run = nccl_tests_run(ctx.job);
+    let host = one_host(ctx.job, run.as_ref())?;
+    let mut h = Hypothesis::new(CauseKind::GpuFault);
+    h.value("variant", "p2p_hang");
+    h.host = Some(host);
+    let mut details = Vec::new();
+    if let Some(detail) = first_collective_never_finished(ctx, hang, &mut h) {
+        details.push(detail);
+    }
+    if let Some(run) = run.as_ref().filter(|r| r.stopped(ctx.job)) {
+        details.push(test_stopped(run, &mut h));
+    }
+    let acs = acs_on(ctx.job);
+    if details.is_empty() && acs.is_empty() {
+        return None;
+    }
+    if let Some(&first) = acs.first() {
+        details.push(format!(
+            "`lspci` shows ACS on at {} PCIe bridge(s)",
+            acs.len()
+        ));
+        h.support(
+            Source::Snapshot,
+            0.3,
+            Some(first),
+            "ACS is on at a PCIe bridge: peer-to-peer traffic is sent up to the root complex instead of across the switch",
+        );
+    }
+    h.value("detail", details.join("; "));
+    Some(h)
+}
+
+/// Every rank that reported waits in the group's first collective, the same
+/// one, and none is behind or silent: they all entered it and it never
+/// finished. A rank with no line at all is more likely cut from the paste
+/// than stalled where every other one got this far.
+fn first_collective_never_finished(
+    ctx: &Ctx<'_>,
+    hang: Option<&Hang>,
+    h: &mut Hypothesis,
+) -> Option<String> {
+    let hang = hang?;
+    let first = hang.seq.is_some_and(|s| s <= 1)
+        || hang.timed_out.iter().all(|&r| never_completed(ctx.job, &hang.pg, r));
+    let agree = hang
+        .sizes
+        .values()
+        .collect::<BTreeSet<_>>()
+        .len()
+        <= 1;
+    let all_in = hang.laggards.is_empty() && hang.silent.is_empty() && hang.cut_off.is_empty();
+    if !(first && agree && all_in && hang.timed_out.len() >= 2) {
+        return None;
+    }
+    h.ranks.extend(hang.timed_out.iter().copied());
+    for &idx in hang.evidence.iter().take(2) {
+        h.support(
+            Source::Pattern,
+            0.45,
+            Some(idx),
+            "every rank on this host entered the first collective and none finished it: the transfer between their GPUs never completed",
+        );
+    }
+    let op = hang.op.as_deref().unwrap_or("collective");
+    Some(format!(
+        "{} ranks waited in their first {op} and none finished it",
+        hang.timed_out.len()
+    ))
+}
+
+fn never_completed(job: &Job, pg: &str, rank: u32) -> bool {
+    job.pg_states
+        .get(&(pg.to_string(), rank))
+        .is_some_and(|st| st.last_completed.is_some_and(|c| c < 1))
+}
+
+fn test_stopped(run: &TestRun, h: &mut Hypothesis) -> String {
+    let (detail, idx, weight) = match (run.last_row, run.header) {
+        (Some((size, idx)), _) => (
+            format!("the nccl-tests table stops after {size} bytes, with no failure printed"),
+            idx,
+            0.4,
+        ),
+        (None, Some(idx)) => (
+            "the nccl-tests table stops before its first size, with no failure printed".to_string(),
+            idx,
+            0.4,
+        ),
+        (None, None) => (
+            "the nccl-tests run stops before its table, with no failure printed".to_string(),
+            run.first_line.unwrap_or(0),
+            0.35,
+        ),
+    };
+    h.support(
+        Source::Pattern,
+        weight,
+        Some(idx),
+        "an nccl-tests run on one host stopped here without an error: the transfer between its GPUs hung",
+    );
+    detail
+}
+
+/// The one host every rank ran on, from the logs' hosts or the test's rank
+/// lines; none where several hosts (or no host at all) appear, or where a
+/// channel goes through the network (the logs of one host of several).
+fn one_host(job: &Job, run: Option<&TestRun>) -> Option<String> {
+    let over_network = job
+        .events_where(|k| k == EventKind::NcclChannel)
+        .any(|(_, e)| e.text_field("transport").is_some_and(|t| t.starts_with("NET/") || t.starts_with("COLLNET")));
+    if over_network {
+        return None;
+    }
+    let mut hosts: BTreeSet<&str> = job.hosts.keys().map(String::as_str).collect();
+    hosts.extend(job.events.iter().filter_map(|e| e.who.host.as_deref()));
+    if let Some(run) = run {
+        hosts.extend(run.hosts.iter().map(String::as_str));
+    }
+    match hosts.iter().collect::<Vec<_>>()[..] {
+        [host] => Some(host.to_string()),
+        _ => None,
+    }
+}
+
+/// NCCL_P2P_DISABLE=1 takes peer-to-peer out of the picture.
+fn p2p_disabled(job: &Job) -> bool {
+    job.env
+        .get("NCCL_P2P_DISABLE")
+        .is_some_and(|values| values.keys().any(|v| v.trim() == "1"))
+}
+
+/// `ACSCtl:` lines with source validation or request redirection on.
+fn acs_on(job: &Job) -> Vec<EventIdx> {
+    job.events_where(|k| k == EventKind::PciAcs)
+        .filter(|(_, e)| e.text_field("src_valid") == Some("+") || e.text_field("req_redir") == Some("+"))
+        .map(|(idx, _)| idx)
+        .collect()
+}

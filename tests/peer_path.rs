@@ -1,0 +1,155 @@
+//! A hang between the GPUs of one host: no network is involved, so a first
+//! transfer that never finishes, without an error, is the peer-to-peer path
+//! (ACS, the IOMMU, a driver without P2P for these GPUs).
+
+mod common;
+
+fn test_preamble(hosts: [&str; 2]) -> String {
+    format!(
+        "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n\
+#\n\
+# Using devices\n\
+#   Rank  0 Pid 871210 on {} device  0 [0x01] NVIDIA GeForce RTX 4090\n\
+#   Rank  1 Pid 871211 on {} device  1 [0x24] NVIDIA GeForce RTX 4090\n\
+#\n\
+#                                                       out-of-place                       in-place\n\
+#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n\
+#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n",
+        hosts[0], hosts[1]
+    )
+}
+
+const ROWS: &str = "           8             2     float     sum      -1     8.49    0.00    0.00      0     8.37    0.00    0.00      0\n\
+        2048           512     float     sum      -1     8.38    0.24    0.24      0     8.24    0.25    0.25      0\n";
+
+const FOOTER: &str = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0412 \n#\n";
+
+/// nccl-tests#117's shape (two RTX 4090 in one box, nccl-tests 2.13): the
+/// table header and then nothing, no failure line. The run hung in its
+/// first size between the two GPUs of that host.
+#[test]
+fn an_nccl_tests_table_that_stops_on_one_host_is_a_p2p_hang_nccl_tests_2_13() {
+    let v = common::verdict_of_owned(&[(
+        "all_reduce.log".to_string(),
+        test_preamble(["4090-INSTALL", "4090-INSTALL"]),
+    )]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], "4090-INSTALL", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("NCCL_P2P_DISABLE=1"), "{remedy}");
+}
+
+/// tinygrad's P2P driver thread (8×4090, NCCL 2.26.5): rows up to 2048
+/// bytes, then nothing. Where it stopped is part of the story.
+#[test]
+fn rows_that_stop_mid_table_name_the_last_size_nccl_2_26() {
+    let log = format!("{}{ROWS}", test_preamble(["box1", "box1"]));
+    let v = common::verdict_of_owned(&[("out.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("after 2048 bytes"), "{summary}");
+}
+
+/// A run that reached its footer finished: no hang, no blame.
+#[test]
+fn a_finished_nccl_tests_run_is_no_hang() {
+    let log = format!("{}{ROWS}{FOOTER}", test_preamble(["box1", "box1"]));
+    let v = common::verdict_of_owned(&[("out.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_ne!(v["status"], "hang", "{v:#}");
+}
+
+/// Ranks on two hosts talk over the network: a stopped table there is not
+/// the GPUs of one host.
+#[test]
+fn a_stopped_run_across_two_hosts_is_not_put_on_the_gpus_of_one() {
+    let log = format!("{}{ROWS}", test_preamble(["node1", "node2"]));
+    let v = common::verdict_of_owned(&[("out.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}
+
+/// nccl#606's shape: a run that printed its devices and NCCL's set-up, then
+/// nothing, and an `lspci -vvv` of the host with ACS source validation on
+/// two bridges. The snapshot is a second, independent source.
+#[test]
+fn acs_on_in_an_lspci_snapshot_strengthens_the_p2p_hang_pciutils_3() {
+    let head = "# nThread 1 nGpus 2 minBytes 8 maxBytes 16777216 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n\
+#   Rank  0 Pid    253 on nccl-tests device  0 [0xc1] NVIDIA RTX A6000\n\
+#   Rank  1 Pid    253 on nccl-tests device  1 [0xc2] NVIDIA RTX A6000\n\
+nccl-tests:253:253 [0] NCCL INFO Bootstrap : Using eno1np0:172.31.45.15<0>\n\
+NCCL version 2.11.4+cuda11.1\n";
+    let alone = common::verdict_of(&[("output.log", head)]);
+    assert_eq!(alone["cause"]["kind"], "gpu_fault", "{alone:#}");
+    let lspci = "\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n\
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n\
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n";
+    let both = common::verdict_of(&[("output.log", head), ("nccl-tests/lspci.txt", lspci)]);
+    assert_eq!(both["cause"]["kind"], "gpu_fault", "{both:#}");
+    let (a, b) = (
+        alone["cause"]["confidence"].as_f64().unwrap(),
+        both["cause"]["confidence"].as_f64().unwrap(),
+    );
+    assert!(b > a, "{a} → {b}");
+    assert!(
+        both["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ACS on at 2"),
+        "{both:#}"
+    );
+}
+
+fn first_collective_timeouts(last_enqueued: [i64; 4]) -> String {
+    let mut log = String::new();
+    for r in 0..4 {
+        log.push_str(&format!("gpu-box:580{r}:590{r} [{r}] NCCL INFO comm 0x55d0 rank {r} nranks 4 cudaDev {r} busId {r}0000 commId 0x7a1 - Init COMPLETE\n"));
+    }
+    for (r, enq) in last_enqueued.iter().enumerate() {
+        // A rank that never enqueued the collective has no timeout to report.
+        if *enq < 1 {
+            continue;
+        }
+        log.push_str(&format!("[rank{r}]:[E1112 09:49:50.022718554 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600003 milliseconds before timing out.\n"));
+        log.push_str(&format!("[rank{r}]:[E1112 09:49:50.032579059 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {r}] Exception (either an error or timeout) detected by watchdog at work: 1, last enqueued NCCL work: {enq}, last completed NCCL work: -1.\n"));
+    }
+    log
+}
+
+/// vllm#10156's shape (4×A10G on one host, torch 2.5): every rank waits in
+/// its first ALLREDUCE, none behind, none finished. The GPUs' peer path is
+/// the lead, with every waiting rank named.
+#[test]
+fn every_rank_of_one_host_stuck_in_its_first_collective_is_a_p2p_hang_torch_2_5() {
+    let v = common::verdict_of_owned(&[(
+        "test_script.log".to_string(),
+        first_collective_timeouts([1, 1, 1, 1]),
+    )]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], "gpu-box", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}
+
+/// The same shape with one rank that never reached the collective (silent
+/// after its init): that rank is what the others wait for, not the GPUs'
+/// path.
+#[test]
+fn a_rank_behind_in_the_first_collective_is_no_p2p_hang_torch_2_5() {
+    let v = common::verdict_of_owned(&[(
+        "test_script.log".to_string(),
+        first_collective_timeouts([1, 1, 0, 1]),
+    )]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
+}
+
+/// With NCCL_P2P_DISABLE=1 the GPUs do not talk peer to peer.
+#[test]
+fn p2p_disabled_takes_the_peer_path_out_nccl_2_21() {
+    let log = format!(
+        "gpu-box:5801:5801 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n{}",
+        first_collective_timeouts([1, 1, 1, 1])
+    );
+    let v = common::verdict_of_owned(&[("test_script.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}
