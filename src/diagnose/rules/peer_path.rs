@@ -41,7 +41,9 @@ impl TestRun {
 /// The nccl-tests run of the job's logs, where there is one.
 pub fn nccl_tests_run(job: &Job) -> Option<TestRun> {
     let mut run = TestRun::default();
-    for (idx, ev) in job.events_where(|k| matches!(k, EventKind::NcclTestsRank | EventKind::NcclTestsTable)) {
+    for (idx, ev) in
+        job.events_where(|k| matches!(k, EventKind::NcclTestsRank | EventKind::NcclTestsTable))
+    {
         run.first_line.get_or_insert(idx);
         if ev.kind == EventKind::NcclTestsRank {
             run.ranks += 1;
@@ -120,13 +122,11 @@ fn first_collective_never_finished(
 ) -> Option<String> {
     let hang = hang?;
     let first = hang.seq.is_some_and(|s| s <= 1)
-        || hang.timed_out.iter().all(|&r| never_completed(ctx.job, &hang.pg, r));
-    let agree = hang
-        .sizes
-        .values()
-        .collect::<BTreeSet<_>>()
-        .len()
-        <= 1;
+        || hang
+            .timed_out
+            .iter()
+            .all(|&r| never_completed(ctx.job, &hang.pg, r));
+    let agree = hang.sizes.values().collect::<BTreeSet<_>>().len() <= 1;
     let all_in = hang.laggards.is_empty() && hang.silent.is_empty() && hang.cut_off.is_empty();
     if !(first && agree && all_in && hang.timed_out.len() >= 2) {
         return None;
@@ -186,7 +186,10 @@ fn test_stopped(run: &TestRun, h: &mut Hypothesis) -> String {
 fn one_host(job: &Job, run: Option<&TestRun>) -> Option<String> {
     let over_network = job
         .events_where(|k| k == EventKind::NcclChannel)
-        .any(|(_, e)| e.text_field("transport").is_some_and(|t| t.starts_with("NET/") || t.starts_with("COLLNET")));
+        .any(|(_, e)| {
+            e.text_field("transport")
+                .is_some_and(|t| t.starts_with("NET/") || t.starts_with("COLLNET"))
+        });
     if over_network {
         return None;
     }
@@ -211,7 +214,9 @@ fn p2p_disabled(job: &Job) -> bool {
 /// `ACSCtl:` lines with source validation or request redirection on.
 fn acs_on(job: &Job) -> Vec<EventIdx> {
     job.events_where(|k| k == EventKind::PciAcs)
-        .filter(|(_, e)| e.text_field("src_valid") == Some("+") || e.text_field("req_redir") == Some("+"))
+        .filter(|(_, e)| {
+            e.text_field("src_valid") == Some("+") || e.text_field("req_redir") == Some("+")
+        })
         .map(|(idx, _)| idx)
         .collect()
 }
