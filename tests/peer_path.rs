@@ -153,3 +153,17 @@ fn p2p_disabled_takes_the_peer_path_out_nccl_2_21() {
     let v = common::verdict_of_owned(&[("test_script.log".to_string(), log)]);
     assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
+
+/// litgpt#1832's shape (4 GPUs on one host, torch 2.3): only ranks 1 and 3
+/// report their first BROADCAST timing out; ranks 0 and 2 left no line. Half
+/// the ranks unaccounted for is no proof that every rank got this far.
+#[test]
+fn half_the_ranks_without_a_line_is_no_p2p_hang_torch_2_3() {
+    let mut log = String::new();
+    for r in [1, 3] {
+        log.push_str(&format!("babel-0-31:7{r}:7{r} [{r}] NCCL INFO comm 0x55d0 rank {r} nranks 4 cudaDev {r} busId {r}0000 commId 0x7a1 - Init COMPLETE\n"));
+        log.push_str(&format!("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800437 milliseconds before timing out.\n"));
+    }
+    let v = common::verdict_of_owned(&[("slurm.out".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}

@@ -436,3 +436,35 @@ tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: u
     );
     assert!(!common::cause_kinds(v).contains(&"process_crash"), "{v:#}");
 }
+
+/// sglang#3820's shape (NCCL 2.21.5, two hosts on bond0 10.0.0.x): the
+/// bootstrap connect to the head's 10.0.0.4 fails with `113(No route to
+/// host)`. On the LAN the hosts bootstrap on, that is a firewall rejecting
+/// with icmp-host-prohibited (firewalld's default), not a missing route;
+/// the same error to an address off that LAN still reads as the interface.
+fn no_route_job(peer: &str) -> Value {
+    let mut files = Vec::new();
+    for (host, ip) in [("node4", "10.0.0.4"), ("node5", "10.0.0.3")] {
+        let mut text = String::new();
+        for l in 0..2 {
+            text.push_str(&format!(
+                "{host}:23{l}:23{l} [{l}] NCCL INFO Bootstrap : Using bond0:{ip}<0>\n"
+            ));
+        }
+        files.push((format!("{host}.log"), text));
+    }
+    files.push((
+        "warn.txt".to_string(),
+        format!("NCCL WARN socketPollConnect: Connect to {peer}<56849> returned 113(No route to host) errno 115(Operation now in progress)\n"),
+    ));
+    common::verdict_of_owned(&files)
+}
+
+#[test]
+fn no_route_to_a_host_on_the_jobs_own_lan_is_a_firewall_nccl_2_21() {
+    let v = no_route_job("10.0.0.4");
+    assert_eq!(v["cause"]["kind"], "firewall", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node4", "{v:#}");
+    let v = no_route_job("192.168.7.4");
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}

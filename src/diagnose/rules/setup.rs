@@ -496,7 +496,17 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let local_net = ev
             .text_field("peer")
             .and_then(|p| ctx.kb.local_only.network_of(p));
-        let (fw, ifc) = match (local_net, refused, unreachable, timeout) {
+        // No route to a peer on the LAN the job's hosts bootstrap on is no
+        // routing problem: a firewall that rejects with
+        // icmp-host-prohibited (firewalld's default) makes exactly that error.
+        let same_lan = unreachable
+            && ev.text_field("peer").is_some_and(|p| {
+                job.hosts
+                    .values()
+                    .flat_map(|info| &info.ips)
+                    .any(|ip| ip != p && same_slash24(ip, p))
+            });
+        let (fw, ifc) = match (local_net, refused || same_lan, unreachable, timeout) {
             (Some(_), ..) => (0.15, 0.75),
             (_, true, _, _) => (0.5, 0.3),
             (_, _, true, _) => (0.35, 0.5),
@@ -715,4 +725,15 @@ fn socket_channels(ctx: &Ctx<'_>) -> BTreeSet<(Option<Sym>, Option<u32>, i64)> {
         .filter(|(_, e)| e.text_field("transport") == Some("NET/Socket"))
         .filter_map(|(_, e)| Some((e.who.host.clone(), e.who.pid, e.int("net_dev")?)))
         .collect()
+}
+
+/// Two IPv4 addresses in one /24: one LAN under any mask an operator uses
+/// for a cluster network (a finer one would split a rack).
+fn same_slash24(a: &str, b: &str) -> bool {
+    let net = |s: &str| {
+        s.parse::<std::net::Ipv4Addr>()
+            .ok()
+            .map(|ip| ip.octets()[..3].to_vec())
+    };
+    net(a).is_some_and(|n| Some(n) == net(b))
 }
