@@ -240,3 +240,58 @@ fn an_algorithm_setting_that_leaves_none_is_the_jobs_set_up_nccl_2_24() {
     let v = common::verdict_of(&[("srun.out", &with_env)]);
     assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
 }
+
+fn init_line(rank: u32, phase: &str) -> String {
+    format!(
+        "trt-worker-0:4{rank}:98{rank} [0] NCCL INFO ncclCommInitRank comm 0x7a1225{rank} rank {rank} nranks 2 cudaDev 0 nvmlDev 0 busId 100000 commId 0xaa9becea043c4e6c - Init {phase}\n"
+    )
+}
+
+/// TensorRT-LLM#9263's shape (NCCL 2.27, two ranks in one pod): both init
+/// lines name the same GPU (busId 100000) of one host, and NCCL's warning
+/// is cut after its first rank. The init lines still say which two ranks.
+#[test]
+fn two_ranks_starting_init_on_one_gpu_are_the_duplicate_gpu_nccl_2_27() {
+    let log = format!(
+        "{}{}[2025-11-18 09:33:30] trt-worker-0:40:980 [0] init.cc:737 NCCL WARN Duplicate GPU detected : rank 0\n",
+        init_line(0, "START"),
+        init_line(1, "START")
+    );
+    let v = common::verdict_of_owned(&[("trtllm.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0, 1]), "{v:#}");
+    // NCCL prints the bus id as one hex number: 100000 is 0001:00:00.0.
+    assert_eq!(v["cause"]["gpu_bus_id"], "0001:00:00.0", "{v:#}");
+    // Without the warning, the init lines alone say the same.
+    let log = format!("{}{}", init_line(0, "START"), init_line(1, "START"));
+    let v = common::verdict_of_owned(&[("trtllm.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}
+
+/// NCCL 2.29+ lets ranks share a GPU with NCCL_MULTI_RANK_GPU_ENABLE=1:
+/// an init that completed was allowed, and is no fault.
+#[test]
+fn ranks_sharing_a_gpu_whose_init_completed_are_no_fault_nccl_2_29() {
+    let log = format!(
+        "{}{}{}{}",
+        init_line(0, "START"),
+        init_line(1, "START"),
+        init_line(0, "COMPLETE"),
+        init_line(1, "COMPLETE")
+    );
+    let v = common::verdict_of_owned(&[("trtllm.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}
+
+/// NCCL 2.29's and 2.30's refusals name no ranks; they are the same fault.
+#[test]
+fn the_multi_rank_gpu_refusal_is_the_duplicate_gpu_nccl_2_29_and_2_30() {
+    for line in [
+        "node3:5512:5512 [1] init.cc:946 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration.\n",
+        "node3:5512:5512 [1] graph/topo.cc:1977 NCCL WARN Multiple ranks detected using the same GPU on this node. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration.\n",
+    ] {
+        let v = common::verdict_of(&[("nccl.log", line)]);
+        assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+        assert_eq!(v["cause"]["host"], "node3", "{v:#}");
+    }
+}
