@@ -63,3 +63,35 @@ E0816 01:45:43.466000 140650667333440 torch/distributed/elastic/multiprocessing/
     assert_shm_crash(v);
     assert_eq!(v["cause"]["host"], "node7", "{v:#}");
 }
+
+/// vllm-project/vllm#1111's shape (Ray 2.7, vLLM TP=2 in a container): Ray
+/// warned at start that /dev/shm held 45 MB, then a worker died of SIGBUS
+/// (Abseil's handler's banner) while NCCL set up. A bus error where /dev/shm
+/// is that small is the same story as NCCL's own shared-memory error.
+#[test]
+fn a_bus_error_where_dev_shm_is_small_is_the_shared_memory_story_ray_2_7() {
+    let warning = "2023-09-20 11:37:58,722\tWARNING services.py:1889 -- WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has only 46972928 bytes available. This will harm performance! You may be able to free up space by deleting files in /dev/shm.\n";
+    let crash = "(RayWorker pid=4856) *** SIGBUS received at time=1695209888 on cpu 3 ***\n(RayWorker pid=4856) PC: @     0x7fd204a7fbba  (unknown)  (unknown)\n";
+    let v = common::verdict_of_owned(&[("output.log".to_string(), format!("{warning}{crash}"))]);
+    assert_shm_crash(&v);
+    assert_eq!(v["status"], "crash", "{v:#}");
+    // The bus error alone says nothing about /dev/shm.
+    let v = common::verdict_of(&[("output.log", crash)]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}
+
+/// vllm-production-stack#276's shape: the pod's `df -h /dev/shm` (64M,
+/// Docker's default) beside NCCL's failed segment: two sources, surer.
+#[test]
+fn df_of_a_small_dev_shm_corroborates_nccls_shared_memory_error_coreutils() {
+    let nccl = "vllm-0:81:81 [1] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-F9ffgB (size 9637888)\n";
+    let df = "Filesystem      Size  Used Avail Use% Mounted on\nshm              64M   64M     0 100% /dev/shm\n";
+    let alone = common::verdict_of(&[("output.log", nccl)]);
+    let both = common::verdict_of(&[("output.log", nccl), ("df_shm.txt", df)]);
+    assert_shm_crash(&both);
+    let (a, b) = (
+        alone["cause"]["confidence"].as_f64().unwrap(),
+        both["cause"]["confidence"].as_f64().unwrap(),
+    );
+    assert!(b > a, "{a} → {b}");
+}

@@ -405,7 +405,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::BarrierReport
                     | EventKind::HorovodStall
                     | EventKind::TopologyFileError
-                    | EventKind::DuplicateGpu
+                    | EventKind::ProcessSignaled
                     | EventKind::InvalidRank
                     | EventKind::NoAlgorithm
             )
@@ -420,6 +420,8 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 // NCCL retrying a refused or timed-out connect while no
                 // communicator came up: its set-up was failing.
                 || (e.kind == EventKind::SocketRetry && !came_up)
+                // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
+                || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
                 || (e.kind == EventKind::NcclInstall
                     && e.text_field("what") != Some("plugin_load_error"))
                 // A traceback ending in a CUDA error: that process died of it.

@@ -42,7 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("ucx.toml", include_str!("../../grammars/ucx.toml")),
     ("stacks.toml", include_str!("../../grammars/stacks.toml")),
-    ("pci.toml", include_str!("../../grammars/pci.toml")),
+    ("host.toml", include_str!("../../grammars/host.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]

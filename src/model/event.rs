@@ -259,10 +259,13 @@ event_kinds! {
     /// The test's result table (`what`: header, row with its `size`, done
     /// with the average bus bandwidth): how far a run got.
     NcclTestsTable => "nccl_tests_table",
-    // system snapshots
+    // host snapshots
     /// `lspci -vvv`'s `ACSCtl:` line of a PCIe bridge: whether Access
     /// Control Services redirect peer-to-peer traffic (`src_valid` `+`).
     PciAcs => "pci_acs",
+    /// How big a host's /dev/shm is, as a tool reported it (`df`, Ray's
+    /// start-up warning): `bytes`.
+    ShmSize => "shm_size",
     // kernel log (dmesg, journalctl -k, syslog)
     /// A kernel boot (the `Linux version` banner): uptime stamps restart.
     KernelBoot => "kernel_boot",

@@ -1,11 +1,13 @@
 //! NCCL's shared memory running out: its shared-memory transport creates
 //! segments in /dev/shm, and a container's default 64 MB holds only a few.
 //! The process that could not create one fails its NCCL call and goes
-//! down (or hangs its peers), so the cause is a crash of that process, told
-//! in terms of /dev/shm (the `shm` variant of `process_crash`).
+//! down (or hangs its peers): the host or container is set up short of
+//! what NCCL needs (the `shm` variant of `config_mismatch`). A process that
+//! touches a segment a full /dev/shm cannot back dies of SIGBUS instead, so
+//! a bus error where a tool reported /dev/shm small is the same story.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, Event, EventKind};
+use crate::model::{CauseKind, Event, EventIdx, EventKind, Job};
 
 use super::Ctx;
 
@@ -37,13 +39,107 @@ pub fn shm_exhausted(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.support(Source::Nccl, weight, Some(idx), why);
         }
     }
+    let small = small_shm(ctx.job);
+    if by_host.is_empty()
+        && let (Some(size), Some((idx, ev))) = (&small, bus_error(ctx.job))
+    {
+        let host = ctx.job.host_of_event(ev).map(str::to_string);
+        let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+        h.value("variant", "shm".to_string());
+        h.host = host.clone().or_else(|| size.host.clone());
+        h.ranks.extend(ev.who.rank);
+        h.value("who", who(ev, h.host.as_deref()));
+        h.value(
+            "reason",
+            format!("a bus error (SIGBUS) where /dev/shm holds {}", size.text()),
+        );
+        h.support(
+            Source::Launcher,
+            0.45,
+            Some(idx),
+            "the process died of SIGBUS: it touched shared memory that /dev/shm could not back",
+        );
+        by_host.insert(host, h);
+    }
     let mut out: Vec<Hypothesis> = by_host.into_values().collect();
     for h in &mut out {
         if let [rank] = h.ranks.iter().copied().collect::<Vec<_>>()[..] {
             h.value("rank", rank.to_string());
         }
+        if let Some(size) = &small {
+            h.support(
+                Source::Snapshot,
+                0.35,
+                Some(size.idx),
+                format!("/dev/shm holds only {}", size.text()),
+            );
+        }
     }
     out
+}
+
+/// Below this, /dev/shm is a container's default or near it: too small for
+/// NCCL's segments between a host's GPUs.
+const SMALL_SHM: u64 = 512 << 20;
+
+/// A /dev/shm a tool reported smaller than NCCL needs.
+struct ShmSize {
+    bytes: u64,
+    idx: EventIdx,
+    host: Option<String>,
+}
+
+impl ShmSize {
+    fn text(&self) -> String {
+        format!("{} MB", self.bytes >> 20)
+    }
+}
+
+fn small_shm(job: &Job) -> Option<ShmSize> {
+    job.events_where(|k| k == EventKind::ShmSize)
+        .filter_map(|(idx, ev)| {
+            let bytes = ev
+                .int("bytes")
+                .and_then(|b| u64::try_from(b).ok())
+                .or_else(|| ev.text_field("size").and_then(df_bytes))?;
+            Some(ShmSize {
+                bytes,
+                idx,
+                host: job.host_of_event(ev).map(str::to_string),
+            })
+        })
+        .find(|s| s.bytes < SMALL_SHM)
+}
+
+/// `df`'s size: `-h` suffixes are powers of 1024; a bare number counts
+/// 1K blocks.
+fn df_bytes(size: &str) -> Option<u64> {
+    let (number, unit) = match size.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&size[..i], c),
+        _ => (size, 'K'),
+    };
+    let shift = match unit {
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        'P' => 50,
+        _ => return None,
+    };
+    let value: f64 = number.parse().ok()?;
+    Some((value * (1u64 << shift) as f64) as u64)
+}
+
+/// The first process that died of a bus error.
+fn bus_error(job: &Job) -> Option<(EventIdx, &Event)> {
+    job.events_where(|k| k == EventKind::ProcessSignaled)
+        .find(|(_, ev)| {
+            ev.text_field("signal_name") == Some("SIGBUS")
+                || ev.int("signal") == Some(7)
+                || ev
+                    .text_field("what")
+                    .is_some_and(|w| w.starts_with("Bus error"))
+        })
 }
 
 /// A full /dev/shm is the error NCCL names, or what an allocation that

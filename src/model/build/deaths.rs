@@ -233,9 +233,15 @@ fn process_signaled(
         .map(str::to_string)
         .or_else(|| ev.int("signal").and_then(signal_name).map(str::to_string))
         .or_else(|| {
-            ev.text_field("what")
-                .filter(|w| w.contains("Segmentation"))
-                .map(|_| "SIGSEGV".into())
+            ev.text_field("what").and_then(|w| {
+                if w.contains("Segmentation") {
+                    Some("SIGSEGV".into())
+                } else if w.starts_with("Bus error") {
+                    Some("SIGBUS".into())
+                } else {
+                    None
+                }
+            })
         });
     let exception = ev.text_field("exception").unwrap_or("");
     let mut d = death(ev, idx, DeathKind::Signal, ev.text.to_string());
