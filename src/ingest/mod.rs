@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod discover;
+pub mod json_lines;
 pub mod launcher;
 pub mod lines;
 pub mod open;

@@ -52,8 +52,26 @@ pub fn decompress<'a, R: Read + 'a>(mut inner: R) -> io::Result<(Box<dyn Read + 
             ));
         }
     };
-    Ok((stream, compression))
+    Ok((unwrap_json_log(stream)?, compression))
 }
+
+/// A log kept as JSON lines (Docker's json-file, a log shipper's export) is
+/// read as the text its entries hold (`json_lines`).
+fn unwrap_json_log<'a>(mut stream: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
+    let mut head = vec![0u8; JSON_SNIFF];
+    let n = read_up_to(&mut stream, &mut head)?;
+    head.truncate(n);
+    let json = super::json_lines::is_json_log(&head);
+    let whole = io::Cursor::new(head).chain(stream);
+    Ok(if json {
+        Box::new(super::json_lines::JsonLogReader::new(whole))
+    } else {
+        Box::new(whole)
+    })
+}
+
+/// Bytes read to see whether a file's first line is a JSON log entry.
+const JSON_SNIFF: usize = 16 << 10;
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;

@@ -56,6 +56,10 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         } else if let Some((n, tag)) = launcher::parse_prefix(s, style) {
             apply_tag(&mut f.who, tag);
             pos += n;
+        } else if f.time.is_some()
+            && let Some(n) = cri_stream(s)
+        {
+            pos += n;
         } else if let Some((t, n)) = leading_stamp(s) {
             if !f.time.is_some() {
                 f.time = t;
@@ -240,6 +244,16 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
     }
 }
 
+/// `stderr F `: the stream and full/partial tag the container runtime
+/// (CRI: containerd, CRI-O) writes after its stamp in a pod's log file
+/// (/var/log/pods/…/0.log).
+fn cri_stream(s: &[u8]) -> Option<usize> {
+    let rest = s
+        .strip_prefix(b"stdout ")
+        .or_else(|| s.strip_prefix(b"stderr "))?;
+    matches!(rest, [b'F' | b'P', b' ', ..]).then_some(9)
+}
+
 /// The spaces a paste indented a whole log by (a quote in an issue), when a
 /// launcher's tag follows them (`    [rank7]:[E816 …]`): 0 otherwise.
 fn indent_before_launcher_tag(line: &[u8], style: &LauncherStyle) -> usize {
@@ -356,6 +370,18 @@ mod tests {
 
     fn plain(line: &[u8]) -> Frame<'_> {
         frame(line, &LauncherStyle::default())
+    }
+
+    /// containerd / CRI-O pod log files: stamp, stream, full/partial tag.
+    #[test]
+    fn a_pod_log_files_stream_and_tag_are_peeled_after_its_stamp() {
+        let f = plain(b"2024-05-01T10:00:00.123456789Z stderr F node1:123:456 [0] NCCL INFO x");
+        assert_eq!(f.who.host.as_deref(), Some("node1"));
+        assert!(f.time.is_some());
+        assert_eq!(f.body, b"x");
+        // Without a stamp before it, `stdout F` is a message's own words.
+        let f = plain(b"stdout F is not a prefix");
+        assert_eq!(f.body, b"stdout F is not a prefix");
     }
 
     #[test]
