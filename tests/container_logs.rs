@@ -70,3 +70,19 @@ fn a_job_read_from_docker_json_logs_gets_the_plain_verdict_docker_24() {
     let text = v["cause"]["evidence"][0]["text"].as_str().unwrap();
     assert!(!text.contains("\"stream\""), "{text}");
 }
+
+/// nccl#733's paste (k9s, a pod's log in its box): every line framed by
+/// `│`, padded to the box's width. The frame is the viewer's, not the log's.
+#[test]
+fn a_log_pasted_from_a_terminal_viewers_box_reads_as_plain_k9s() {
+    let boxed: String = PLAIN
+        .iter()
+        .flat_map(|(_, text)| text.lines())
+        .map(|l| format!("│ {l:<220} │\n"))
+        .collect();
+    let plain = verdict(str::to_string);
+    let v = common::verdict_of_owned(&[("k9s.txt".to_string(), boxed)]);
+    assert_eq!(v["cause"]["kind"], plain["cause"]["kind"], "{v:#}");
+    assert_eq!(v["cause"]["host"], plain["cause"]["host"], "{v:#}");
+    assert_eq!(v["stuck_ranks"], plain["stuck_ranks"], "{v:#}");
+}

@@ -1,6 +1,7 @@
 //! Undoing what pasting a log into a web page does to it, so lines copied out
 //! of issue trackers and chat still parse: Markdown autolinks
-//! (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`) and quote markers (`> `);
+//! (`transport/[net_ib.cc:101](http://net_ib.cc:101/)`), quote markers (`> `) and
+//! a terminal viewer's box borders (`│ … │`);
 //! and what a terminal does when two writers share it: a progress bar that
 //! redraws itself without a newline, with the next message glued after it.
 
@@ -15,6 +16,7 @@ static AUTOLINK: LazyLock<memmem::Finder<'static>> =
 
 /// The line as it was before pasting; borrowed when nothing needed undoing.
 pub fn unpaste(line: &[u8]) -> Cow<'_, [u8]> {
+    let line = inside_box_borders(line);
     let quoted = line.starts_with(b"> ") || line == b">";
     let linked = AUTOLINK.find(line).is_some();
     if !quoted && !linked {
@@ -29,6 +31,20 @@ pub fn unpaste(line: &[u8]) -> Cow<'_, [u8]> {
         return Cow::Borrowed(line);
     }
     Cow::Owned(strip_autolinks(line))
+}
+
+/// A terminal viewer's frame around each line (k9s, `kubectl` in a TUI:
+/// `│ text … │`, padded to the box's width), as copied from the screen.
+fn inside_box_borders(line: &[u8]) -> &[u8] {
+    const BAR: &[u8] = "│".as_bytes();
+    let Some(inner) = line.strip_prefix(BAR) else {
+        return line;
+    };
+    let inner = inner.strip_prefix(b" ").unwrap_or(inner);
+    let trimmed = inner.trim_ascii_end();
+    trimmed
+        .strip_suffix(BAR)
+        .map_or(inner, <[u8]>::trim_ascii_end)
 }
 
 /// Where a progress bar's last redraw ends and another message glued to it
@@ -84,6 +100,19 @@ mod tests {
             &*unpaste(line),
             &b"node023:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer 10.1.3.201<33057> with status=9"[..]
         );
+    }
+
+    #[test]
+    fn a_terminal_viewers_box_borders_are_not_part_of_the_line() {
+        let line = "│ node2:202:202 [0] NCCL INFO Init COMPLETE            │".as_bytes();
+        assert_eq!(
+            &*unpaste(line),
+            b"node2:202:202 [0] NCCL INFO Init COMPLETE"
+        );
+        // Cut at the box's width: no closing border.
+        let line = "│ node2:202:202 [0] NCCL WARN cut".as_bytes();
+        assert_eq!(&*unpaste(line), b"node2:202:202 [0] NCCL WARN cut");
+        assert!(matches!(unpaste(line), Cow::Borrowed(_)));
     }
 
     #[test]
