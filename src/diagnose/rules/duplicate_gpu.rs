@@ -96,14 +96,19 @@ struct Shared {
 
 fn shared_in_init_lines(job: &Job) -> Option<Shared> {
     type Key<'a> = (&'a str, &'a str, &'a str);
+    let inits = || job.events_where(|k| k == EventKind::NcclCommInit);
+    // Nearly every communicator of a job completes its init: only the
+    // others' lines are grouped.
+    let completed: BTreeSet<&str> = inits()
+        .filter(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
+        .filter_map(|(_, e)| e.text_field("comm_id"))
+        .collect();
     let mut by_gpu: BTreeMap<Key<'_>, (BTreeSet<u32>, EventIdx)> = BTreeMap::new();
-    let mut completed: BTreeSet<&str> = BTreeSet::new();
-    for (idx, ev) in job.events_where(|k| k == EventKind::NcclCommInit) {
+    for (idx, ev) in inits() {
         let Some(comm_id) = ev.text_field("comm_id") else {
             continue;
         };
-        if ev.text_field("phase") == Some("COMPLETE") {
-            completed.insert(comm_id);
+        if completed.contains(comm_id) {
             continue;
         }
         let (Some(host), Some(bus), Some(rank)) = (
@@ -120,7 +125,7 @@ fn shared_in_init_lines(job: &Job) -> Option<Shared> {
     }
     by_gpu
         .into_iter()
-        .find(|((comm_id, ..), (ranks, _))| ranks.len() > 1 && !completed.contains(comm_id))
+        .find(|(_, (ranks, _))| ranks.len() > 1)
         .map(|((_, host, bus), (ranks, idx))| Shared {
             host: host.to_string(),
             bus_id: bus.to_string(),

@@ -188,24 +188,27 @@ fn test_stopped(run: &TestRun, h: &mut Hypothesis) -> String {
 /// lines; none where several hosts (or no host at all) appear, or where a
 /// channel goes through the network (the logs of one host of several).
 fn one_host(job: &Job, run: Option<&TestRun>) -> Option<String> {
+    let mut hosts: BTreeSet<&str> = job.hosts.keys().map(String::as_str).collect();
+    if let Some(run) = run {
+        hosts.extend(run.hosts.iter().map(String::as_str));
+    }
+    // Stops at a second host: a large job's events are many.
+    for host in job.events.iter().filter_map(|e| e.who.host.as_deref()) {
+        if hosts.len() > 1 {
+            return None;
+        }
+        hosts.insert(host);
+    }
+    let [host] = hosts.into_iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
     let over_network = job
         .events_where(|k| k == EventKind::NcclChannel)
         .any(|(_, e)| {
             e.text_field("transport")
                 .is_some_and(|t| t.starts_with("NET/") || t.starts_with("COLLNET"))
         });
-    if over_network {
-        return None;
-    }
-    let mut hosts: BTreeSet<&str> = job.hosts.keys().map(String::as_str).collect();
-    hosts.extend(job.events.iter().filter_map(|e| e.who.host.as_deref()));
-    if let Some(run) = run {
-        hosts.extend(run.hosts.iter().map(String::as_str));
-    }
-    match hosts.iter().collect::<Vec<_>>()[..] {
-        [host] => Some(host.to_string()),
-        _ => None,
-    }
+    (!over_network).then(|| host.to_string())
 }
 
 /// NCCL_P2P_DISABLE=1 takes peer-to-peer out of the picture.
