@@ -107,3 +107,37 @@ ip-0AB85F07: Test NCCL failure common.cu:775 'internal error'
     let v = common::verdict_of(&[("x.out", log.lines().next().unwrap())]);
     assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
 }
+
+/// NVIDIA/nccl#444's shape (4× Tesla K40m, NCCL 2.7.8 under torch 1.7's
+/// mp.spawn): every rank's first collective fails with `Cuda failure
+/// 'invalid device function'` in enqueue.cc: the NCCL build holds no kernels
+/// for sm_35. A build that does not fit the GPU, not a crash of rank 3.
+#[test]
+fn nccls_kernels_without_code_for_the_gpu_are_the_build_nccl_2_7() {
+    let mut log = String::from("NCCL version 2.7.8+cuda11.0\n");
+    for r in [3, 0, 1, 2] {
+        log.push_str(&format!(
+            "[{r}] enqueue.cc:215 NCCL WARN Cuda failure 'invalid device function'\n"
+        ));
+    }
+    log.push_str("-- Process 3 terminated with the following error:\nTraceback (most recent call last):\nRuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:31, unhandled cuda error, NCCL version 2.7.8\n");
+    let v = common::verdict_of_owned(&[("train.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("compute_cap"), "{remedy}");
+}
+
+/// The program's own kernels failing so is the framework's build: no claim
+/// about NCCL's.
+#[test]
+fn a_programs_own_missing_kernel_image_is_not_put_on_nccl_torch_2_1() {
+    let log = "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"train.py\", line 12, in <module>\n[rank0]: RuntimeError: CUDA error: no kernel image is available for execution on the device\n";
+    let v = common::verdict_of(&[("rank0.log", log)]);
+    assert!(
+        !v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("NCCL build"),
+        "{v:#}"
+    );
+}

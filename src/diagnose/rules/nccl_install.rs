@@ -27,6 +27,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         network_missing(ctx, &lines),
         library_mismatch(ctx, &lines),
         verbs_provider_missing(ctx, &lines),
+        kernels_missing(ctx),
     ]
     .into_iter()
     .flatten()
@@ -130,6 +131,43 @@ fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option
         );
     }
     Some(h)
+}
+
+/// CUDA errors that mean a binary holds no kernel for the GPU it runs on:
+/// cudaErrorInvalidDeviceFunction (98) and cudaErrorNoKernelImageForDevice
+/// (209).
+const NO_KERNEL_FOR_GPU: [&str; 2] = ["invalid device function", "no kernel image is available"];
+
+/// NCCL's own kernels would not launch on this GPU (nccl#444: a K40's sm_35,
+/// a build for newer GPUs; an A100 under NCCL 2.4): the library was built
+/// for other architectures. Only NCCL's own CUDA failures count: the
+/// program's kernels failing so is the framework's build, not NCCL's.
+fn kernels_missing(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "nccl_arch");
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::CudaFailure) {
+        let Some(error) = super::cuda_error_text(ev) else {
+            continue;
+        };
+        let lower = error.to_ascii_lowercase();
+        if !ev.pattern.starts_with("nccl.") || !NO_KERNEL_FOR_GPU.iter().any(|t| lower.contains(t))
+        {
+            continue;
+        }
+        if h.support.is_empty() {
+            h.host = ctx.job.host_of_event(ev).map(str::to_string);
+            h.value("detail", format!("`{error}` from NCCL's own kernel launch"));
+        }
+        if h.support.len() < CITED {
+            h.support(
+                Source::Nccl,
+                0.65,
+                Some(idx),
+                "NCCL's own kernel would not launch on this GPU: the build holds no code for its architecture",
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
 }
 
 /// dlopen found no file: the usual state of a host without a plugin.
