@@ -41,6 +41,9 @@ struct KnowledgeFile {
     /// Signal name → what a process dying of it most often means.
     #[serde(default)]
     signal_hints: BTreeMap<String, String>,
+    /// CUDA error texts that mean a binary holds no kernel for its GPU.
+    #[serde(default)]
+    no_kernel_for_gpu: Vec<String>,
     #[serde(default)]
     store: StoreSpec,
     #[serde(default)]
@@ -315,6 +318,7 @@ pub struct Knowledge {
     point_to_point_ops: Vec<String>,
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
+    no_kernel_for_gpu: Vec<String>,
     /// Store errors (lower case) that mean the store's server went away.
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
@@ -416,6 +420,11 @@ impl Knowledge {
             same_size_ops: raw.torch_api.same_size_ops,
             point_to_point_ops: raw.torch_api.point_to_point_ops,
             signal_hints: raw.signal_hints,
+            no_kernel_for_gpu: raw
+                .no_kernel_for_gpu
+                .iter()
+                .map(|t| t.to_ascii_lowercase())
+                .collect(),
             store_connection_lost: raw
                 .store
                 .connection_lost
@@ -458,6 +467,15 @@ impl Knowledge {
     /// The OpType of a torch.distributed function (`all_reduce` → `ALLREDUCE`).
     pub fn torch_api_op(&self, function: &str) -> Option<&str> {
         self.torch_api_ops.get(function).map(String::as_str)
+    }
+
+    /// Whether a CUDA error text says the binary has no kernel for the GPU
+    /// it runs on (`[no_kernel_for_gpu]`).
+    pub fn no_kernel_for_gpu(&self, error: &str) -> bool {
+        let lower = error.to_ascii_lowercase();
+        self.no_kernel_for_gpu
+            .iter()
+            .any(|t| lower.contains(t.as_str()))
     }
 
     /// What dying of `signal` (`SIGBUS`) most often means, where known.

@@ -133,11 +133,6 @@ fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option
     Some(h)
 }
 
-/// CUDA errors that mean a binary holds no kernel for the GPU it runs on:
-/// cudaErrorInvalidDeviceFunction (98) and cudaErrorNoKernelImageForDevice
-/// (209).
-const NO_KERNEL_FOR_GPU: [&str; 2] = ["invalid device function", "no kernel image is available"];
-
 /// NCCL's own kernels would not launch on this GPU (nccl#444: a K40's sm_35,
 /// a build for newer GPUs; an A100 under NCCL 2.4): the library was built
 /// for other architectures. Only NCCL's own CUDA failures count: the
@@ -149,9 +144,7 @@ fn kernels_missing(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         let Some(error) = super::cuda_error_text(ev) else {
             continue;
         };
-        let lower = error.to_ascii_lowercase();
-        if !ev.pattern.starts_with("nccl.") || !NO_KERNEL_FOR_GPU.iter().any(|t| lower.contains(t))
-        {
+        if !ev.pattern.starts_with("nccl.") || !ctx.kb.no_kernel_for_gpu(error) {
             continue;
         }
         if h.support.is_empty() {
