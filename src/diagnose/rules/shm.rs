@@ -133,13 +133,7 @@ fn df_bytes(size: &str) -> Option<u64> {
 /// The first process that died of a bus error.
 fn bus_error(job: &Job) -> Option<(EventIdx, &Event)> {
     job.events_where(|k| k == EventKind::ProcessSignaled)
-        .find(|(_, ev)| {
-            ev.text_field("signal_name") == Some("SIGBUS")
-                || ev.int("signal") == Some(7)
-                || ev
-                    .text_field("what")
-                    .is_some_and(|w| w.starts_with("Bus error"))
-        })
+        .find(|(_, ev)| crate::model::build::signal_of(ev) == Some("SIGBUS"))
 }
 
 /// A full /dev/shm is the error NCCL names, or what an allocation that

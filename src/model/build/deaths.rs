@@ -222,27 +222,30 @@ fn host_count_from_agents(job: &Job) -> usize {
     hosts.len()
 }
 
+/// The signal a `process_signaled` line names: by name, by number, or in a
+/// shell's or faulthandler's words (`Segmentation fault`, `Bus error`).
+pub fn signal_of(ev: &Event) -> Option<&str> {
+    ev.text_field("signal_name")
+        .or_else(|| ev.int("signal").and_then(signal_name))
+        .or_else(|| {
+            let what = ev.text_field("what")?;
+            if what.contains("Segmentation") {
+                Some("SIGSEGV")
+            } else if what.starts_with("Bus error") {
+                Some("SIGBUS")
+            } else {
+                None
+            }
+        })
+}
+
 fn process_signaled(
     index: &RankIndex<'_>,
     ev: &Event,
     idx: EventIdx,
     rules: &ConsequenceRules,
 ) -> Option<Death> {
-    let signal = ev
-        .text_field("signal_name")
-        .map(str::to_string)
-        .or_else(|| ev.int("signal").and_then(signal_name).map(str::to_string))
-        .or_else(|| {
-            ev.text_field("what").and_then(|w| {
-                if w.contains("Segmentation") {
-                    Some("SIGSEGV".into())
-                } else if w.starts_with("Bus error") {
-                    Some("SIGBUS".into())
-                } else {
-                    None
-                }
-            })
-        });
+    let signal = signal_of(ev).map(str::to_string);
     let exception = ev.text_field("exception").unwrap_or("");
     let mut d = death(ev, idx, DeathKind::Signal, ev.text.to_string());
     d.rank = ev.int("failed_rank").map(|r| r as u32).or(ev.who.rank);

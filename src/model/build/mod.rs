@@ -24,7 +24,7 @@ mod trees;
 use super::{Event, FileInfo, Job, PeerLink, SysTables};
 
 pub use counters::phase_of_path;
-pub use deaths::{ConsequenceRules, TRACEBACK_LINES};
+pub use deaths::{ConsequenceRules, TRACEBACK_LINES, signal_of};
 pub use settings::{nccl_major_minor, nccl_version_of};
 pub use trees::{tree_edges, tree_rank};
 
