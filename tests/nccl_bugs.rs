@@ -708,3 +708,39 @@ fn a_warning_only_the_affected_releases_print_dates_the_defect() {
     let doc = analyze(job(&[("rank2.log", bind(2, "Permission denied (13)"))]).path());
     assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
 }
+
+/// nccl#442 / horovod#3871's shape (WSL2): topology detection finds no PCI
+/// sysfs path for the GPU and init fails, which 2.6.4–2.10.2 do (2.10.3 reads
+/// the path as optional). The line of 2.6.4–2.9.9 dates the defect where no
+/// banner is printed; a missing NIC path, which NCCL only notes, is no failure.
+#[test]
+fn a_gpu_without_a_pci_sysfs_path_fails_init_until_2_10_3_nccl_2_9_9() {
+    let wsl = |version: Option<&str>| {
+        let mut lines = version
+            .map(|v| init("DESKTOP", 687, 0, v))
+            .unwrap_or_default();
+        lines.extend([
+            "DESKTOP:687:748 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:03/../../0000:03:00.0".to_string(),
+            "DESKTOP:687:748 [0] NCCL INFO graph/xml.cc:469 -> 2".into(),
+            "DESKTOP:687:748 [0] NCCL INFO graph/xml.cc:682 -> 2".into(),
+            "DESKTOP:687:748 [0] NCCL INFO graph/topo.cc:601 -> 2".into(),
+            "DESKTOP:687:748 [0] NCCL INFO init.cc:540 -> 2".into(),
+        ]);
+        analyze(job(&[("rank0.log", lines)]).path())
+    };
+    for version in [Some("2.9.9+cuda11.3"), Some("2.6.4+cuda10.1"), None] {
+        let doc = wsl(version);
+        assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{version:?}");
+        assert_names(&doc, "missing_pci_sysfs_path", &["fixed in 2.10.3"]);
+    }
+    let doc = wsl(Some("2.10.3+cuda11.4"));
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+
+    let mut nic = init("node1", 815, 0, "2.9.9+cuda11.3");
+    nic.push(
+        "node1:815:864 [0] NCCL INFO Could not find real path of /sys/class/net/eth0/device".into(),
+    );
+    nic.push("node1:815:864 [0] NCCL INFO comm 0x55d000 rank 0 nranks 2 cudaDev 0 busId 12000 - Init COMPLETE".into());
+    let doc = analyze(job(&[("rank0.log", nic)]).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}

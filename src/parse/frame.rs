@@ -79,8 +79,24 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             break;
         }
     }
-    f.body = &line[pos..];
+    f.body = without_ray_dedup_note(&line[pos..]);
     f
+}
+
+/// The message without the ` [repeated 6x across cluster]` Ray's log
+/// deduplication appends to a line that other workers printed too: the
+/// note is Ray's, not the writer's, and would end every captured value.
+fn without_ray_dedup_note(body: &[u8]) -> &[u8] {
+    let trimmed = body.trim_ascii_end();
+    let Some(head) = trimmed.strip_suffix(b"x across cluster]") else {
+        return body;
+    };
+    let count = head.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let head = &head[..head.len() - count];
+    match head.strip_suffix(b" [repeated ") {
+        Some(message) if count > 0 => message,
+        _ => body,
+    }
 }
 
 /// `LOG1.0.txt:` or `rank3.log:120:`: the file name (and line number) grep
@@ -579,6 +595,16 @@ mod tests {
         // A pipe that is not a stamp's cell stays in the body.
         let f = plain(b"| rank | host |");
         assert_eq!(f.body, b"| rank | host |");
+    }
+
+    #[test]
+    fn ray_dedup_note_is_not_part_of_the_message_ray_2_x() {
+        let line = b"(RayWorkerWrapper pid=11934) node1:123:456 [1] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0 [repeated 6x across cluster]";
+        let f = plain(line);
+        assert!(f.nccl);
+        assert_eq!(f.body, b"NCCL_SOCKET_IFNAME set by environment to eth0");
+        let odd = b"node1:123:456 [1] NCCL INFO see [repeated x across cluster]";
+        assert!(plain(odd).body.ends_with(b"cluster]"));
     }
 
     #[test]
