@@ -1,5 +1,6 @@
 //! A terminal's screen capture (lines padded to its width, longer ones
-//! wrapped at it) reads as the log it shows.
+//! wrapped at it) reads as the log it shows; so does a paste that an issue
+//! tracker, an editor or a log collector wrapped at a word.
 
 mod common;
 
@@ -71,4 +72,70 @@ fn lines_cut_at_one_width_without_padding_are_left_apart() {
         .filter(|r| r["state"] == "timed_out")
         .count();
     assert_eq!(timed_out, 6, "{v:#}");
+}
+
+/// milabench#269's shape (torch 2.4, a collector that breaks long lines at
+/// a word): each watchdog line goes on after `timeout: ` and the PG status
+/// after `detected`. Read joined, the ranks' collective and their last
+/// enqueued / completed work are known, and evidence cites the line each
+/// message starts on.
+#[test]
+fn watchdog_messages_wrapped_at_a_word_are_read_joined_torch_2_4() {
+    let mut log = String::new();
+    for rank in [14, 12, 11, 15] {
+        log.push_str(&format!(
+            "bench.cn-d004 [stderr] [rank{rank}]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: \nWorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before timing out.\n"
+        ));
+    }
+    for (rank, enqueued) in [(12, 2070), (3, 2082)] {
+        log.push_str(&format!(
+            "bench.cn-d004 [stderr] [rank{rank}]:[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {rank}] Exception (either an error or timeout) detected\nby watchdog at work: 2070, last enqueued NCCL work: {enqueued}, last completed NCCL work: 2069.\n"
+        ));
+    }
+    let doc = common::report_of(&[("cn-d004.log", &log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["collective"]["seq"], 2070, "{v:#}");
+    assert_eq!(v["collective"]["op"], "REDUCE", "{v:#}");
+    let rank = |r: u64| {
+        doc["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["rank"] == r)
+            .unwrap_or_else(|| panic!("rank {r}: {:#}", doc["ranks"]))
+    };
+    assert_eq!(rank(3)["last_enqueued"], 2082);
+    assert_eq!(rank(12)["last_completed"], 2069);
+    assert_eq!(rank(15)["state"], "timed_out");
+    let cited: Vec<u64> = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["line"].as_u64().unwrap())
+        .collect();
+    assert!(cited.iter().all(|l| l % 2 == 1), "{cited:?}");
+}
+
+/// pytorch#122850's paste (an e-mail client's 72 columns): the watchdog
+/// line and the PG status each span three or four lines, some broken inside
+/// the `[PG 0 Rank` tag; a word-wrapped paste whose lines were not broken
+/// is left as it was, and a line after a whole sentence is its own.
+#[test]
+fn a_message_wrapped_over_several_lines_is_read_whole_torch_2_3() {
+    let log = "NCCL version 2.19.3+cuda12.0
+[rank0]:[E327 17:04:16.986381360 ProcessGroupNCCL.cpp:565] [Rank 0]
+Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2,
+OpType=ALLREDUCE, NumelIn=12, NumelOut=12, Timeout(ms)=1000) ran for
+1099 milliseconds before timing out.
+[rank0]:[E327 17:04:16.988036373 ProcessGroupNCCL.cpp:1582] [PG 0 Rank
+0] Timeout at NCCL work: 2, last enqueued NCCL work: 2, last completed
+   NCCL work: 1.
+";
+    let doc = common::report_of(&[("test.log", log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_eq!(v["collective"]["seq"], 2, "{v:#}");
+    assert_eq!(v["collective"]["op"], "ALLREDUCE", "{v:#}");
+    let r0 = &doc["ranks"][0];
+    assert_eq!(r0["last_completed"], 1, "{:#}", doc["ranks"]);
 }

@@ -24,6 +24,8 @@ pub struct Pattern {
     pub kind: EventKind,
     pub level: Option<Level>,
     pub fallback: bool,
+    /// Wrapped pastes may continue its message on the next lines.
+    pub wraps: bool,
     pub scope: Scope,
     /// Fields ignored when deciding a match only repeats an earlier one
     /// (`None`: every match is kept).
@@ -205,6 +207,12 @@ impl Grammar {
     /// The patterns that own literal `lit`.
     pub fn owners(&self, lit: u32) -> &[PatternIdx] {
         &self.literal_owners[lit as usize]
+    }
+
+    /// Whether any of `candidates` holds a message that wrapped pastes
+    /// continue on the next lines.
+    pub fn may_wrap(&self, candidates: &[PatternIdx]) -> bool {
+        candidates.iter().any(|&i| self.pattern(i).wraps)
     }
 
     /// Candidate patterns for a whole line (used where no buffer-wide scan ran).
@@ -529,6 +537,7 @@ fn compile_pattern(
         kind,
         level,
         fallback: spec.fallback,
+        wraps: spec.wraps,
         repeats_differ_in: (!spec.repeats_differ_in.is_empty())
             .then(|| spec.repeats_differ_in.iter().map(|f| intern(f)).collect()),
         keep_last,

@@ -27,6 +27,9 @@
 //! `accelerator = "nccl_channel"` names a hand-written reader that gives the
 //! regex's fields faster on the lines it knows (grammar/accel/).
 //!
+//! `wraps = true` marks a long message that wrapped pastes continue on the
+//! next lines (see `PatternSpec::wraps`).
+//!
 //! Order inside a file is priority: the first pattern whose regex matches a line
 //! wins; `fallback = true` patterns are tried only when no other pattern matched.
 
@@ -88,6 +91,13 @@ pub struct PatternSpec {
     /// the lines it knows, for the patterns that match most lines or cost
     /// most to match. The self-test holds it to the regex on every sample.
     pub accelerator: Option<String>,
+    /// A message long enough that pastes and narrow terminals wrap it
+    /// (`… timeout:` / `WorkNCCL(SeqNum=…` / `… before timing out.`): where a
+    /// line that may hold it does not end a sentence and the next lines
+    /// start no log line, the scanner also reads it joined with them, and
+    /// keeps that reading where it yields more fields.
+    #[serde(default)]
+    pub wraps: bool,
     #[serde(default)]
     pub samples: Vec<SampleSpec>,
 }

@@ -20,6 +20,7 @@ pub mod tables;
 pub mod torch;
 pub mod ucx;
 pub mod unwrap;
+mod wrapped;
 
 pub use keep_last::EARLIER;
 pub use scan::{FileParse, parse_file, parse_stream};

@@ -28,6 +28,7 @@ use super::paste::{glued_after_progress_bar, unpaste};
 use super::repeat_key::{LineFields, read_fields};
 use super::run_memo::{Outcome, RunMemo};
 use super::tables::{MAX_TABLE_BYTES, parse_table};
+use super::wrapped;
 
 /// Lines in a row the line-by-line lane reads without an accelerator
 /// answering before it hands back to the literal scan: the few other lines
@@ -335,16 +336,28 @@ impl<'a> Scanner<'a> {
     fn scan_literals(&mut self, data: &[u8], from: usize, mut line_no: u64) -> (usize, u64) {
         let mut counted_to = from;
         let mut current: Option<(usize, usize)> = None;
+        // The end of the lines a wrapped message was joined from: their
+        // hits were read with it.
+        let mut joined_to = from;
         for (at, lit) in self.grammar.literal_hits(&data[from..]) {
             let at = from + at;
+            if at < joined_to {
+                continue;
+            }
             if let Some((start, end)) = current {
                 if at < end {
                     self.candidates.extend_from_slice(self.grammar.owners(lit));
                     continue;
                 }
-                if self.finish_line(&data[start..end], line_no) {
+                let (hot, last) = self.finish_line(data, start, end, line_no);
+                if hot {
                     self.hot_lines_left = HOT_PATIENCE;
-                    return (end + 1, line_no + 1);
+                    return (last + 1, line_no + 1);
+                }
+                joined_to = last;
+                if at < joined_to {
+                    current = None;
+                    continue;
                 }
             }
             let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |p| p + 1);
@@ -355,11 +368,12 @@ impl<'a> Scanner<'a> {
             self.candidates.clear();
             self.candidates.extend_from_slice(self.grammar.owners(lit));
         }
-        if let Some((start, end)) = current
-            && self.finish_line(&data[start..end], line_no)
-        {
-            self.hot_lines_left = HOT_PATIENCE;
-            return (end + 1, line_no + 1);
+        if let Some((start, end)) = current {
+            let (hot, last) = self.finish_line(data, start, end, line_no);
+            if hot {
+                self.hot_lines_left = HOT_PATIENCE;
+                return (last + 1, line_no + 1);
+            }
         }
         (data.len(), line_no)
     }
@@ -372,21 +386,31 @@ impl<'a> Scanner<'a> {
         let mut fields = FieldList::new();
         while from < data.len() && self.hot_lines_left > 0 {
             let end = memchr::memchr(b'\n', &data[from..]).map_or(data.len(), |p| from + p);
-            if self.hot_line(&data[from..end], line_no, &mut fields) {
+            let (hot, last) = self.hot_line(data, from, end, line_no, &mut fields);
+            if hot {
                 self.hot_lines_left = HOT_PATIENCE;
             } else {
                 self.hot_lines_left -= 1;
             }
-            from = end + 1;
-            line_no += 1;
+            line_no += 1 + memchr::memchr_iter(b'\n', &data[end..last]).count() as u64;
+            from = last + 1;
         }
         (from, line_no)
     }
 
-    /// Matches a line the literal scan hit (its candidates gathered);
-    /// `true` when an accelerator of lines that come in runs read it.
-    fn finish_line(&mut self, line: &[u8], line_no: u64) -> bool {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+    /// Matches the line `data[start..end]` the literal scan hit (its
+    /// candidates gathered): whether an accelerator of lines that come in
+    /// runs read it, and where the last line read ends (`end`, or past the
+    /// lines a wrapped message was joined from).
+    fn finish_line(
+        &mut self,
+        data: &[u8],
+        start: usize,
+        end: usize,
+        line_no: u64,
+    ) -> (bool, usize) {
+        let raw = &data[start..end];
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         self.candidates.sort_unstable();
         self.candidates.dedup();
         // A progress bar with another message glued after it is two lines
@@ -394,13 +418,68 @@ impl<'a> Scanner<'a> {
         if let Some(at) = glued_after_progress_bar(line) {
             let bar = self.finish_piece(&line[..at], line_no);
             let rest = self.finish_piece(&line[at..], line_no);
-            return bar && rest;
+            return (bar && rest, end);
         }
-        self.finish_piece(line, line_no)
+        if self.grammar.may_wrap(&self.candidates)
+            && let Some(last) = self.finish_wrapped(line, data, end, line_no)
+        {
+            return (false, last);
+        }
+        (self.finish_piece(line, line_no), end)
+    }
+
+    /// A message that a paste or a narrow terminal wrapped onto the lines
+    /// after `end`: read joined with the fewest of them that give the most
+    /// fields, and recorded where that is more than the line alone gives.
+    /// Returns where the last joined line ends.
+    fn finish_wrapped(
+        &mut self,
+        line: &[u8],
+        data: &[u8],
+        end: usize,
+        line_no: u64,
+    ) -> Option<usize> {
+        let pieces = wrapped::continuation_lines(data, end, &self.profile.launcher);
+        if pieces.is_empty() || wrapped::ends_sentence(line) {
+            return None;
+        }
+        let alone = {
+            let clean = unpaste(line);
+            let body_start = clean.len() - frame(&clean, &self.profile.launcher).body.len();
+            self.grammar
+                .match_line(&self.candidates, &clean, body_start, &mut self.scratch)
+                .map_or(0, |m| m.fields.iter().count())
+        };
+        let mut best: Option<(usize, Vec<u8>, usize)> = None;
+        let mut candidates = Vec::new();
+        for (taken, last) in pieces.iter().enumerate() {
+            for joined in wrapped::joinings(line, &pieces[..=taken], data) {
+                let clean = unpaste(&joined);
+                let body_start = clean.len() - frame(&clean, &self.profile.launcher).body.len();
+                self.grammar.candidates(&clean, &mut candidates);
+                let read = self
+                    .grammar
+                    .match_line(&candidates, &clean, body_start, &mut self.scratch)
+                    .map_or(0, |m| m.fields.iter().count());
+                if read > best.as_ref().map_or(alone, |b| b.0) {
+                    best = Some((read, joined, last.end));
+                }
+            }
+        }
+        let (_, joined, last) = best?;
+        self.grammar.candidates(&joined, &mut self.candidates);
+        self.finish_text(&joined, line, line_no);
+        Some(last)
     }
 
     fn finish_piece(&mut self, line: &[u8], line_no: u64) -> bool {
-        let clean = unpaste(line);
+        self.finish_text(line, line, line_no)
+    }
+
+    /// Matches `text` and records it as the line `cited` (a wrapped
+    /// message is read joined, and cited as the line it starts on).
+    fn finish_text(&mut self, text: &[u8], cited: &[u8], line_no: u64) -> bool {
+        let clean = unpaste(text);
         let framed = frame(&clean, &self.profile.launcher);
         let body_start = clean.len() - framed.body.len();
         let Some(m) =
@@ -410,20 +489,28 @@ impl<'a> Scanner<'a> {
             return false;
         };
         let fields = LineFields::Packed(m.fields);
-        self.record(m.pattern, fields, framed, line, line_no);
+        self.record(m.pattern, fields, framed, cited, line_no);
         m.accelerated && m.pattern.reads_runs()
     }
 
     /// Offers a line to the readers of runs of lines before any literal
     /// scan; a line they do not read takes the full path. `true` when one
     /// read it.
-    fn hot_line<'d>(&mut self, raw: &'d [u8], line_no: u64, fields: &mut FieldList<'d>) -> bool {
+    fn hot_line<'d>(
+        &mut self,
+        data: &'d [u8],
+        start: usize,
+        end: usize,
+        line_no: u64,
+        fields: &mut FieldList<'d>,
+    ) -> (bool, usize) {
+        let raw = &data[start..end];
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         if let Some(outcome) = self.memo.as_mut().and_then(|m| m.recall(line)) {
             #[cfg(debug_assertions)]
             self.check_recall(line, outcome);
             self.fold_repeat(outcome);
-            return true;
+            return (true, end);
         }
         // An accelerator's answer stands for the literal scan's only where
         // the text it read is the line's own (not rebuilt by unpasting).
@@ -437,11 +524,14 @@ impl<'a> Scanner<'a> {
                     let scope_start = pattern.scope_start(body_start);
                     memo.remember(line, scope_start, pattern, fields, outcome);
                 }
-                return true;
+                return (true, end);
             }
         }
         self.grammar.candidates(raw, &mut self.candidates);
-        !self.candidates.is_empty() && self.finish_line(raw, line_no)
+        if self.candidates.is_empty() {
+            return (false, end);
+        }
+        self.finish_line(data, start, end, line_no)
     }
 
     /// Turns a match into an event, or into a link and a repeat of the
@@ -641,6 +731,38 @@ mod tests {
             &nccl_file(text),
             &Grammar::builtin().unwrap(),
         )
+    }
+
+    /// A wrapped message is read joined and numbered by its first line; a
+    /// line after a finished sentence, or one that adds nothing to the
+    /// message before it, keeps its own reading and number.
+    #[test]
+    fn wrapped_messages_are_joined_only_where_that_reads_more_torch_2_4() {
+        let text = "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600049
+milliseconds before timing out.
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1
+";
+        let out = parse(text);
+        let read: Vec<(u64, &str, Option<i64>)> = out
+            .events
+            .iter()
+            .map(|e| (e.origin.line, e.kind.name(), e.int("seq")))
+            .collect();
+        assert!(read.contains(&(1, "watchdog_exception", None)), "{read:?}");
+        assert!(read.contains(&(3, "watchdog_timeout", Some(7))), "{read:?}");
+        assert!(read.iter().any(|r| r.0 == 6), "{read:?}");
+        assert!(
+            read.iter().all(|r| r.0 != 2 && r.0 != 4 && r.0 != 5),
+            "{read:?}"
+        );
+        let timeout = out.events.iter().find(|e| e.origin.line == 3).unwrap();
+        assert!(
+            timeout.text.ends_with("timeout:"),
+            "cited as its first line"
+        );
     }
 
     #[test]
