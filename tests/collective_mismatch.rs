@@ -251,3 +251,53 @@ lzm-h200-10:74737:74737 [1] init.cc:290 NCCL WARN Attempt to use communicator be
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("received 4 bytes"), "{summary}");
 }
+
+/// A torch 2.2 watchdog line (global `[rankN]:` tag, no group tag).
+fn timeout_at(rank: u32, seq: u32, op: &str, numel: u64) -> String {
+    format!(
+        "[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600049 milliseconds before timing out.\n"
+    )
+}
+
+/// Qwen2-VL-Finetune#17's shape: text-only batches skip the vision tower on
+/// some ranks, so rank 0 waits in ALLREDUCE #959 (545 M elements) that the
+/// others finished on their smaller reductions, going on to #963. The rank
+/// behind was *in* a collective the others completed: a mismatch, not a
+/// stall. torchtune#1107's two ranks (an all-gather the other passed) read
+/// the same; numbers far apart are other groups', and point-to-point work
+/// is numbered apart.
+#[test]
+fn a_rank_timed_out_in_a_collective_the_others_finished_ran_another_one_torch_2_2() {
+    let mut log = timeout_at(0, 959, "ALLREDUCE", 544997376);
+    for rank in 1..6 {
+        log.push_str(&timeout_at(rank, 963, "ALLREDUCE", 2560));
+    }
+    let doc = common::report_of(&[("train.log", &log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("#959") && summary.contains("#963"),
+        "{summary}"
+    );
+
+    let log =
+        timeout_at(0, 315, "ALLREDUCE", 1) + &timeout_at(1, 313, "_ALLGATHER_BASE", 262668288);
+    let doc = common::report_of(&[("train.log", &log)]);
+    assert_eq!(doc["verdict"]["cause"]["kind"], "collective_mismatch");
+    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([1]));
+
+    for (far, op) in [(64088, "ALLREDUCE"), (962, "SEND")] {
+        let mut log = timeout_at(0, far, op, 4096);
+        for rank in 1..6 {
+            log.push_str(&timeout_at(rank, 96117, "ALLREDUCE", 4096));
+        }
+        let doc = common::report_of(&[("train.log", &log)]);
+        assert_ne!(
+            doc["verdict"]["cause"]["kind"], "collective_mismatch",
+            "{far} {op}: {:#}",
+            doc["verdict"]
+        );
+    }
+}

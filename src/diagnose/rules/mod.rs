@@ -28,6 +28,7 @@ mod main_process;
 mod nccl_bug;
 mod nccl_install;
 mod network;
+mod passed_over;
 mod peer_path;
 mod process;
 mod progress;
