@@ -439,8 +439,11 @@ impl<'a> Scanner<'a> {
         end: usize,
         line_no: u64,
     ) -> Option<usize> {
+        if wrapped::ends_sentence(line) {
+            return None;
+        }
         let pieces = wrapped::continuation_lines(data, end, &self.profile.launcher);
-        if pieces.is_empty() || wrapped::ends_sentence(line) {
+        if pieces.is_empty() {
             return None;
         }
         let alone = {
