@@ -166,6 +166,43 @@ fn a_save_starting_as_the_others_entered_the_collective_names_the_saver() {
     );
 }
 
+/// mmdetection#11096's shape (mmengine, pycocotools, torch 1.x lines with
+/// no stamps): the main process prints its COCO evaluation's progress and
+/// the other ranks time out in the BROADCAST that shares its result. No
+/// stamp dates the evaluation, so its place does: printed just before the
+/// first timeout, in the same file. The evaluation's printed results (the
+/// AP table) between them would say it finished; a line far before the
+/// timeouts says nothing.
+#[test]
+fn a_coco_evaluation_printed_just_before_the_timeouts_names_the_main_process() {
+    let eval = "10/26 11:27:48 - mmengine - INFO - Evaluating bbox...\nLoading and preparing results...\nDONE (t=27.37s)\ncreating index...\nindex created!\nRunning per image evaluation...\nEvaluate annotation type *bbox*\n";
+    let timeouts: String = [6, 4, 2, 3]
+        .iter()
+        .map(|r| format!("[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=987156, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800741 milliseconds before timing out.\n"))
+        .collect();
+    let v = verdict(&[("train.log", &format!("{eval}{timeouts}"))]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("evaluating"), "{v:#}");
+
+    let results: String = (0..12)
+        .map(|i| {
+            format!(
+                " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets={i} ] = 0.412\n"
+            )
+        })
+        .collect();
+    let v = verdict(&[("train.log", &format!("{eval}{results}{timeouts}"))]);
+    assert!(
+        !v["cause"]["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("evaluating"),
+        "{v:#}"
+    );
+}
+
 /// LlamaFactory#1169's shape (NCCL 2.18.5, torch 2.1): the traceback runs
 /// through main_process_first's barrier, but the barrier itself raised
 /// `unhandled cuda error` (`Cuda failure 'invalid argument'`): NCCL failed

@@ -235,9 +235,11 @@ event_kinds! {
     /// The training loop said it finished (Lightning, Hugging Face, own prints):
     /// a collective after it has no partner on ranks that already left.
     TrainingEnded => "training_ended",
-    /// A rank started saving a checkpoint or the model (work one rank often
-    /// does alone while the others wait in the next collective).
-    CheckpointSave => "checkpoint_save",
+    /// A rank started work that trainers do on the main process alone while
+    /// the others wait in the next collective: saving a checkpoint or the
+    /// model (`work = "save"`), evaluating a detection metric
+    /// (`work = "evaluation"`).
+    MainProcessWork => "main_process_work",
     /// A progress bar (tqdm and its look-alikes): the work a process was
     /// still doing, and for how long it had run.
     ProgressBar => "progress_bar",

@@ -29,7 +29,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
         out.extend(super::passed_over::passed_over(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));
         out.extend(barrier_while_one_rank_works(ctx, hang));
-        out.extend(super::main_process::saving_while_others_wait(ctx, hang));
+        out.extend(super::main_process::working_while_others_wait(ctx, hang));
         out.extend(super::progress::busy_past_the_timeout(ctx, hang));
         out.extend(stalled_ranks(ctx, hang));
     }

@@ -142,52 +142,73 @@ fn failed_on_its_own(ctx: &Ctx<'_>, idx: usize, wait: &crate::model::Event) -> b
 /// still be running, and how far after (clocks of two processes).
 const SAVE_BEFORE_S: i64 = 900;
 const SAVE_AFTER_S: i64 = 120;
+/// Where no stamps date them: how many lines before the first timeout of
+/// the hung collective in the same file the work's line may stand (what the
+/// work prints as it goes, nothing of the training after it).
+const WORK_LINES_BEFORE: u64 = 8;
 
-/// A rank that began saving a checkpoint as the others entered the hung
-/// collective, and did not time out in it itself: it was still saving (a
-/// large model's rank-0 save can outlast the timeout). A save line no prefix
-/// ties to a rank is rank 0's: trainers log from rank 0. Only a save whose
-/// time places it at the collective's start counts.
-pub(super) fn saving_while_others_wait(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+/// A rank that began work the main process does alone (saving a
+/// checkpoint, evaluating a detection metric) as the others entered the
+/// hung collective, and did not time out in it itself: it was still at it
+/// (a large model's rank-0 save, a COCO evaluation of a large set, can
+/// outlast the timeout). A work line no prefix ties to a rank is rank 0's:
+/// trainers log from rank 0. Only work whose time places it at the
+/// collective's start counts; without stamps, only work printed just before
+/// the first timeout in the same file.
+pub(super) fn working_while_others_wait(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     let seq = hang.seq?;
-    // When the hung collective began: a timeout's stamp less the time it ran.
-    let began = ctx
+    let timeouts: Vec<(usize, &crate::model::Event)> = ctx
         .job
         .events_where(|k| k == EventKind::WatchdogTimeout)
         .filter(|(_, e)| e.int("seq") == Some(seq))
+        .collect();
+    // When the hung collective began: a timeout's stamp less the time it ran.
+    let began = timeouts
+        .iter()
         .filter_map(|(idx, e)| {
             let ran = e.int("elapsed_ms").or(e.int("timeout_ms"))?;
-            Some(ctx.timeline.time_of(idx)? - chrono::Duration::milliseconds(ran))
+            Some(ctx.timeline.time_of(*idx)? - chrono::Duration::milliseconds(ran))
         })
-        .min()?;
-    let (idx, ev) = ctx
-        .job
-        .events_where(|k| k == EventKind::CheckpointSave)
-        .filter(|(idx, _)| {
-            ctx.timeline.time_of(*idx).is_some_and(|t| {
+        .min();
+    let at_the_start =
+        |idx: usize, work: &crate::model::Event| match (began, ctx.timeline.time_of(idx)) {
+            (Some(began), Some(t)) => {
                 let lead = (began - t).num_seconds();
                 (-SAVE_AFTER_S..=SAVE_BEFORE_S).contains(&lead)
-            })
-        })
+            }
+            _ => timeouts.iter().any(|(_, timeout)| {
+                timeout.origin.file == work.origin.file
+                    && (work.origin.line + 1..=work.origin.line + WORK_LINES_BEFORE)
+                        .contains(&timeout.origin.line)
+            }),
+        };
+    let (idx, ev) = ctx
+        .job
+        .events_where(|k| k == EventKind::MainProcessWork)
+        .filter(|&(idx, ev)| at_the_start(idx, ev))
         .last()?;
-    let saver = ev.who.rank.unwrap_or(0);
-    if hang.timed_out.contains(&saver) {
+    let worker = ev.who.rank.unwrap_or(0);
+    if hang.timed_out.contains(&worker) {
         return None;
     }
     let mut h = Hypothesis::new(CauseKind::RankStalled);
-    let ranks = BTreeSet::from([saver]);
+    let ranks = BTreeSet::from([worker]);
     on_the_ranks(ctx.job, &mut h, &ranks);
     h.ranks = ranks;
     name_the_hung_collective(&mut h, hang);
+    let (doing, still) = match ev.text_field("work") {
+        Some("evaluation") => ("evaluating (COCO metrics) alone", "still evaluating"),
+        _ => ("saving a checkpoint", "still saving"),
+    };
     h.value(
         "detail",
-        "It had started saving a checkpoint as the others entered it.",
+        format!("It had started {doing} as the others entered it."),
     );
     h.support(
         Source::Pattern,
         0.55,
         Some(idx),
-        format!("rank {saver} began saving a checkpoint as the others entered collective #{seq}, and never timed out in it: it was still saving"),
+        format!("rank {worker} began {doing} as the others entered collective #{seq}, and never timed out in it: it was {still}"),
     );
     Some(h)
 }

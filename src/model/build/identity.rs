@@ -406,7 +406,7 @@ fn resolve_by_file(job: &mut Job) {
         // A trainer's own progress lines (a checkpoint save) in a console
         // whose only prefixed lines are one rank's errors are most often
         // rank 0's, which logs alone: only a worker's own folder gives them.
-        let app_line = ev.kind == EventKind::CheckpointSave
+        let app_line = ev.kind == EventKind::MainProcessWork
             && job
                 .files
                 .get(ev.origin.file.0 as usize)
