@@ -301,3 +301,38 @@ fn a_rank_timed_out_in_a_collective_the_others_finished_ran_another_one_torch_2_
         );
     }
 }
+
+/// The shape checks that PyTorch's DETAIL mode (torch 1.10+) and
+/// Accelerate's debug mode (0.17+) run before a collective raise on a
+/// mismatch instead of hanging: the exception is the mismatch, not a crash
+/// of its own; neither names the odd side.
+#[test]
+fn shape_checks_that_raise_on_a_mismatch_are_the_mismatch_torch_1_10_accelerate_0_17() {
+    let torch = "work = default_pg.allreduce([tensor], opts)
+RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank 0. This likely indicates that input shapes into the collective are mismatched across ranks. Got shapes:  10
+[ torch.LongTensor{1} ]
+";
+    let accelerate = "Traceback (most recent call last):
+  File \"/home/user/test.py\", line 15, in main
+    broadcast_tensor = broadcast(tensor)
+  File \"/home/user/accelerate/src/accelerate/utils/operations.py\", line 303, in wrapper
+accelerate.utils.operations.DistributedOperationException:
+
+Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid.
+
+Operation: `accelerate.utils.operations.broadcast`
+Input shapes:
+  - Process 0: [1, 5]
+  - Process 1: [1, 2, 5]
+";
+    for (log, said) in [(torch, "input shapes"), (accelerate, "shape mismatches")] {
+        let doc = common::report_of(&[("train.log", log)]);
+        let cause = &doc["verdict"]["cause"];
+        assert_eq!(cause["kind"], "collective_mismatch", "{:#}", doc["verdict"]);
+        assert!(
+            cause["summary"].as_str().unwrap().contains(said),
+            "{cause:#}"
+        );
+        assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([]));
+    }
+}

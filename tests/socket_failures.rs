@@ -253,6 +253,44 @@ dso-s1-r1-a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2
     );
 }
 
+/// nccl#1381's shape (NCCL 2.19.3 in Docker on two hosts): bootstrap and
+/// the socket transport on the container's bridge address (172.17.0.3,
+/// Docker's default bridge, reachable from its own host only), and a system
+/// error out of NCCL's socket code with its warning lost: the connect over
+/// that interface failed. Decided, not a lead, where the interface cannot
+/// reach other hosts; a routable one stays a lead.
+#[test]
+fn a_socket_error_chain_on_a_bridge_address_is_the_interface_nccl_2_19() {
+    let log = |ip: &str| {
+        format!(
+            "c39f5cf046aa:4533:4533 [0] NCCL INFO Bootstrap : Using eth0:{ip}<0>
+c39f5cf046aa:4533:4667 [0] NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>
+c39f5cf046aa:4533:4667 [0] NCCL INFO Using network Socket
+c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:568 -> 2
+c39f5cf046aa:4534:4588 [1] NCCL INFO misc/socket.cc:568 -> 2
+c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:619 -> 2
+"
+        )
+    };
+    let doc = common::report_of(&[("node.log", &log("172.17.0.3"))]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.5, "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("172.17.0.3")
+    );
+
+    let doc = common::report_of(&[("node.log", &log("10.20.0.3"))]);
+    assert_ne!(
+        doc["verdict"]["cause"]["kind"], "socket_interface",
+        "{:#}",
+        doc["verdict"]
+    );
+}
+
 /// NVIDIA/nccl-tests#14's shape: a socket of the chosen interface's family
 /// cannot be created (`Address family not supported by protocol`: an IPv6
 /// address in a container without IPv6); both wordings, 2.3–2.16 `Net :`

@@ -89,7 +89,12 @@ fn reported_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 .into_iter()
                 .flatten()
                 .collect();
-                h.value("detail", sides.join(", while "));
+                // A check that saw the shapes differ names no side.
+                let detail = match ev.text_field("detail") {
+                    Some(what) if sides.is_empty() => what.to_string(),
+                    _ => sides.join(", while "),
+                };
+                h.value("detail", detail);
             }
             h.support(
                 Source::Torch,

@@ -431,6 +431,16 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .events_where(|k| k == EventKind::SocketRetry)
             .next()
             .is_some();
+    // A system error raised in NCCL's socket code and passed up (its WARN
+    // cut or never printed): a socket call failed, the connect most often.
+    let socket_call_failed = !came_up
+        && job
+            .events_where(|k| k == EventKind::NcclErrorChain)
+            .any(|(_, e)| {
+                e.int("result") == Some(2)
+                    && e.text_field("src")
+                        .is_some_and(|src| src.ends_with("socket.cc") || src.ends_with("socket.h"))
+            });
     // Ranks on several hosts that never finished init needed the interface
     // to reach each other, failure line or not (a log cut before it).
     let hosts_never_met = job.hosts.len() > 1 && !came_up;
@@ -443,7 +453,8 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         // transport's default: its connects are the ones retried, and the
         // ones other hosts could not make.
         let first = s.net_dev == 0;
-        let connects_failed = !connect_errors.is_empty() || (first && retried);
+        let connects_failed =
+            !connect_errors.is_empty() || (first && (retried || socket_call_failed));
         // A channel routed over the interface is traffic that must cross
         // hosts there, not just an interface on a list.
         let (w, why) = match (s.carries_channel, connects_failed, first && hosts_never_met) {
