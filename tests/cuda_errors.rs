@@ -271,3 +271,28 @@ fn nccls_failed_ipc_open_for_want_of_peer_access_is_the_hosts_p2p_fault_nccl_2_7
         "{v:#}"
     );
 }
+
+/// BigScience tr11's log (torch 1.11, torchrun `[default3]:` tags): the
+/// watchdog's cleanup loop queried a collective's CUDA event and the driver
+/// answered `unknown error`; the exception escaped the thread, and
+/// `std::terminate` printed it as `what():  CUDA error: unknown error`. The
+/// GPU under that process is the suspect (weakly: `unknown error` is the
+/// driver's word for a lost GPU, not proof of one), not a crash of the
+/// program's own.
+#[test]
+fn a_cuda_error_thrown_out_of_the_watchdog_thread_is_read_torch_1_11() {
+    let log = "[default3]:terminate called after throwing an instance of 'c10::CUDAError'
+[default3]:  what():  CUDA error: unknown error
+[default3]:Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):
+[default3]:frame #1: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x11a (0x15190c6c29ea in /lib/libtorch_cuda_cpp.so)
+[default3]:frame #3: c10d::ProcessGroupNCCL::workCleanupLoop() + 0x145 (0x15190c6c6265 in /lib/libtorch_cuda_cpp.so)
+";
+    let doc = common::report_of(&[("main_log.txt", log)]);
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "gpu_fault", "{:#}", doc["verdict"]);
+    assert!(
+        cause["summary"].as_str().unwrap().contains("unknown error"),
+        "{cause:#}"
+    );
+    assert!(cause["confidence"].as_f64().unwrap() < 0.5, "{cause:#}");
+}

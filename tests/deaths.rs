@@ -178,6 +178,33 @@ slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT 2022-05-
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
 
+/// HuggingFace m4's Jean Zay log (Slurm 21): hours into training, with no
+/// NCCL or CUDA error anywhere, srun reports a node failure and cancels the
+/// step for it. The node took its processes down: a crash on that node, not
+/// a cancel nor a healthy end.
+#[test]
+fn a_node_srun_lost_is_a_crash_on_that_node_slurm_21() {
+    let log = "\
+iteration:  2500/500000   0% | elapsed time: 07:41:19 | per_token_loss: 3.1525
+** Finished validation **
+srun: error: Node failure on jean-zay-iam37
+srun: Job step aborted: Waiting up to 62 seconds for job step to finish.
+slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***
+";
+    let doc = common::report_of(&[("slurm-1943824.out", log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "crash", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "jean-zay-iam37", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("The node jean-zay-iam37"),
+        "{v:#}"
+    );
+}
+
 /// torch 2.7 under `mp.spawn` on one host (pytorch#152302's shape): the
 /// parent SIGTERMs the other child and raises for the one that failed,
 /// whose traceback (cut here) follows. Child 1 died first; a job with such

@@ -145,6 +145,9 @@ pub enum DeathKind {
     Signal,
     /// Exited with a non-zero status.
     ExitCode,
+    /// Its node failed under it (the scheduler lost the node: power,
+    /// kernel panic, hardware).
+    NodeLost,
 }
 
 /// A process death, as one or more sources report it.

@@ -153,10 +153,11 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             && !d.consequence
             // Without a host it could be any of several; alone, the one.
             && (d.host.is_some() || ctx.job.hosts.len() <= 1)
-            && matches!(
-                d.signal.as_deref(),
-                Some("SIGSEGV" | "SIGBUS" | "SIGKILL" | "SIGILL" | "SIGFPE")
-            )
+            && (d.kind == DeathKind::NodeLost
+                || matches!(
+                    d.signal.as_deref(),
+                    Some("SIGSEGV" | "SIGBUS" | "SIGKILL" | "SIGILL" | "SIGFPE")
+                ))
     })?;
     let mut h = Hypothesis::new(CauseKind::ProcessCrash);
     h.host = d.host.clone();
@@ -165,11 +166,16 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .host
         .as_ref()
         .map_or(String::new(), |h| format!(" on {h}"));
-    h.value("who", format!("A process{host}{pid}"));
+    // A node the scheduler lost took every process on it: no pid to name.
+    let (who, weight) = match (d.kind, &d.host) {
+        (DeathKind::NodeLost, Some(node)) => (format!("The node {node}"), 0.6),
+        _ => (format!("A process{host}{pid}"), 0.45),
+    };
+    h.value("who", who);
     h.value("reason", clip(&d.reason, 200));
     add_signal_hint(ctx, &mut h, [d]);
     for &ev in d.evidence.iter().take(1) {
-        h.support(Source::Launcher, 0.45, Some(ev), death_why(d));
+        h.support(Source::Launcher, weight, Some(ev), death_why(d));
     }
     Some(h)
 }
@@ -258,6 +264,7 @@ fn death_weight(ctx: &Ctx<'_>, d: &Death) -> (Source, f64) {
         (DeathKind::Exception, _) => 0.8,
         (_, Some("SIGKILL" | "SIGSEGV" | "SIGBUS" | "SIGILL" | "SIGFPE")) => 0.75,
         (DeathKind::ExitCode, _) if d.exitcode.is_some_and(|c| c != 0) => 0.6,
+        (DeathKind::NodeLost, _) => 0.6,
         _ => 0.45,
     };
     (source, weight)
@@ -268,6 +275,7 @@ fn death_why(d: &Death) -> String {
         (DeathKind::Exception, _, _) => {
             "the rank raised its own exception (not a consequence of NCCL)".into()
         }
+        (DeathKind::NodeLost, _, _) => "the node the process ran on failed under it".into(),
         (_, Some(sig), _) => format!("the rank's process was killed by {sig}"),
         (_, None, Some(c)) => format!("the rank's process exited with code {c}"),
         _ => "the rank's process died".into(),

@@ -306,7 +306,11 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
     } else {
         None
     };
-    let tasks = expand_ranges(ev.text_field("tasks")?);
+    // A node failure names the node, not its tasks.
+    let tasks = ev
+        .text_field("tasks")
+        .map(expand_ranges)
+        .unwrap_or_default();
     // A task id is a rank only where the lines show srun labelling ranks;
     // otherwise (torchrun under srun: one task per node) the task's host
     // is still where a process died.
@@ -321,16 +325,14 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
     if rank.is_none() && host.is_none() {
         return None;
     }
-    let mut d = death(
-        ev,
-        idx,
-        if signal.is_some() {
-            DeathKind::Signal
-        } else {
-            DeathKind::ExitCode
-        },
-        format!("srun: {what}"),
-    );
+    let kind = if what == "Node failure" {
+        DeathKind::NodeLost
+    } else if signal.is_some() {
+        DeathKind::Signal
+    } else {
+        DeathKind::ExitCode
+    };
+    let mut d = death(ev, idx, kind, format!("srun: {what}"));
     d.rank = rank;
     d.host = host;
     d.signal = signal.map(str::to_string);
