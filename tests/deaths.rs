@@ -205,6 +205,39 @@ slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T
     );
 }
 
+/// LUMI's notes (torch 1.13, RCCL 2.11.4): a barrier at start-up raises
+/// NCCL's `unhandled system error`, and the agent reports the worker
+/// `failed (exitcode: 1)`. Exit code 1 is the uncaught exception the
+/// console just showed: NCCL failed under the worker, which is no crash of
+/// its own. The same report after an exception of the program's own (out of
+/// memory) stays that worker's crash.
+#[test]
+fn an_exit_code_1_after_an_nccl_error_is_its_consequence_torch_1_13() {
+    let log = |error: &str| {
+        format!(
+            "    work = default_pg.barrier(opts=opts)
+{error}
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 15855) of binary: /users/venv/bin/python
+"
+        )
+    };
+    let nccl = "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.11.4";
+    let doc = common::report_of(&[("slurm.out", &log(nccl))]);
+    assert_ne!(
+        doc["verdict"]["cause"]["kind"], "process_crash",
+        "{:#}",
+        doc["verdict"]
+    );
+
+    let oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+    let doc = common::report_of(&[("slurm.out", &log(oom))]);
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"], "process_crash",
+        "{:#}",
+        doc["verdict"]
+    );
+}
+
 /// torch 2.7 under `mp.spawn` on one host (pytorch#152302's shape): the
 /// parent SIGTERMs the other child and raises for the one that failed,
 /// whose traceback (cut here) follows. Child 1 died first; a job with such

@@ -154,8 +154,43 @@ fn worker_failed(
     d.exitcode = exitcode;
     d.signal = signal;
     d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"))
-        || raised.is_some_and(|error| error.consequence);
+        || raised.is_some_and(|error| error.consequence)
+        || (exitcode == Some(1) && raised_nccl_failure_before(job, ev, idx, rules));
     Some(d)
+}
+
+/// Exit code 1 is Python's for an uncaught exception, and a worker's
+/// traceback reaches the agent's console before the agent's report of it:
+/// where the last error the console shows before the report is NCCL's (a
+/// failed call, a watchdog, an exception the knowledge base marks as one
+/// raised because NCCL failed), the worker exited because NCCL failed under
+/// it, not of its own accord.
+fn raised_nccl_failure_before(
+    job: &Job,
+    report: &Event,
+    idx: EventIdx,
+    rules: &ConsequenceRules,
+) -> bool {
+    let last_error = job.events[..idx]
+        .iter()
+        .rev()
+        .take_while(|e| {
+            e.origin.file == report.origin.file
+                && e.origin.line + TRACEBACK_LINES >= report.origin.line
+        })
+        .find(|e| {
+            matches!(
+                e.kind,
+                EventKind::PythonException | EventKind::NcclErrorReport
+            )
+        });
+    last_error.is_some_and(|e| match e.kind {
+        EventKind::PythonException => rules.is_consequence(
+            e.text_field("exc_type").unwrap_or(""),
+            e.text_field("message").unwrap_or(""),
+        ),
+        _ => true,
+    })
 }
 
 /// How far a traceback runs from a line in it (a header, a frame) to its
