@@ -203,6 +203,27 @@ slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T
             .contains("The node jean-zay-iam37"),
         "{v:#}"
     );
+
+    // Ranks NCCL placed on the lost node went down with it.
+    let init: String = [
+        ("jean-zay-iam17", 0),
+        ("jean-zay-iam17", 1),
+        ("jean-zay-iam37", 2),
+        ("jean-zay-iam37", 3),
+    ]
+    .iter()
+    .map(|(host, rank)| {
+        format!(
+            "{host}:10{rank}:10{rank} [{}] NCCL INFO comm 0x55d0{rank} rank {rank} nranks 4 cudaDev {} busId 1a000 - Init COMPLETE\n",
+            rank % 2,
+            rank % 2
+        )
+    })
+    .collect();
+    let doc = common::report_of(&[("slurm-1943824.out", &format!("{init}{log}"))]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2, 3]), "{v:#}");
 }
 
 /// LUMI's notes (torch 1.13, RCCL 2.11.4): a barrier at start-up raises

@@ -13,7 +13,7 @@ use std::io::{self, Read};
 
 use rustc_hash::FxHashMap;
 
-use crate::grammar::{Grammar, MatchScratch, Pattern, PatternIdx};
+use crate::grammar::{Grammar, Match, MatchScratch, Pattern, PatternIdx};
 use crate::ingest::InputFile;
 use crate::ingest::lines::{Chunk, ChunkReader, LineStats, stream_buffer};
 use crate::ingest::open::open_decompressed;
@@ -420,69 +420,57 @@ impl<'a> Scanner<'a> {
             let rest = self.finish_piece(&line[at..], line_no);
             return (bar && rest, end);
         }
-        if self.grammar.may_wrap(&self.candidates)
-            && let Some(last) = self.finish_wrapped(line, data, end, line_no)
-        {
-            return (false, last);
+        if self.grammar.may_wrap(&self.candidates) && !wrapped::ends_sentence(line) {
+            let pieces = wrapped::continuation_lines(data, end, &self.profile.launcher);
+            if !pieces.is_empty() {
+                return self.finish_wrapped(line, &pieces, data, end, line_no);
+            }
         }
         (self.finish_piece(line, line_no), end)
     }
 
-    /// A message that a paste or a narrow terminal wrapped onto the lines
-    /// after `end`: read joined with the fewest of them that give the most
-    /// fields, and recorded where that is more than the line alone gives.
-    /// Returns where the last joined line ends.
+    /// A message that a paste or a narrow terminal may have wrapped onto
+    /// `pieces`: read joined with the fewest of them that give the most
+    /// fields, and recorded so where that is more than the line alone gives
+    /// (else the line alone is). Returns whether an accelerator of runs read
+    /// it, and where the last line read ends.
     fn finish_wrapped(
         &mut self,
         line: &[u8],
+        pieces: &[wrapped::Piece],
         data: &[u8],
         end: usize,
         line_no: u64,
-    ) -> Option<usize> {
-        if wrapped::ends_sentence(line) {
-            return None;
-        }
-        let pieces = wrapped::continuation_lines(data, end, &self.profile.launcher);
-        if pieces.is_empty() {
-            return None;
-        }
-        let alone = {
-            let clean = unpaste(line);
-            let body_start = clean.len() - frame(&clean, &self.profile.launcher).body.len();
-            self.grammar
-                .match_line(&self.candidates, &clean, body_start, &mut self.scratch)
-                .map_or(0, |m| m.fields.iter().count())
-        };
-        let mut best: Option<(usize, Vec<u8>, usize)> = None;
+    ) -> (bool, usize) {
+        let alone = self.match_text(line, None);
+        let mut best: Option<(Match<'a>, Vec<u8>, usize)> = None;
         let mut candidates = Vec::new();
         for (taken, last) in pieces.iter().enumerate() {
             for joined in wrapped::joinings(line, &pieces[..=taken], data) {
-                let clean = unpaste(&joined);
-                let body_start = clean.len() - frame(&clean, &self.profile.launcher).body.len();
-                self.grammar.candidates(&clean, &mut candidates);
-                let read = self
-                    .grammar
-                    .match_line(&candidates, &clean, body_start, &mut self.scratch)
-                    .map_or(0, |m| m.fields.iter().count());
-                if read > best.as_ref().map_or(alone, |b| b.0) {
-                    best = Some((read, joined, last.end));
+                self.grammar.candidates(&joined, &mut candidates);
+                let Some(m) = self.match_text(&joined, Some(&candidates)) else {
+                    continue;
+                };
+                let to_beat = best.as_ref().map(|b| &b.0).or(alone.as_ref());
+                if to_beat.is_none_or(|b| m.fields.iter().count() > b.fields.iter().count()) {
+                    best = Some((m, joined, last.end));
                 }
             }
         }
-        let (_, joined, last) = best?;
-        self.grammar.candidates(&joined, &mut self.candidates);
-        self.finish_text(&joined, line, line_no);
-        Some(last)
+        match (best, alone) {
+            (Some((m, joined, last)), _) => {
+                self.record_match(m, &joined, line, line_no);
+                (false, last)
+            }
+            (None, Some(m)) => (self.record_match(m, line, line, line_no), end),
+            (None, None) => (false, end),
+        }
     }
 
+    /// Matches a line and records what it matched (framed once: this is
+    /// every hit line's path).
     fn finish_piece(&mut self, line: &[u8], line_no: u64) -> bool {
-        self.finish_text(line, line, line_no)
-    }
-
-    /// Matches `text` and records it as the line `cited` (a wrapped
-    /// message is read joined, and cited as the line it starts on).
-    fn finish_text(&mut self, text: &[u8], cited: &[u8], line_no: u64) -> bool {
-        let clean = unpaste(text);
+        let clean = unpaste(line);
         let framed = frame(&clean, &self.profile.launcher);
         let body_start = clean.len() - framed.body.len();
         let Some(m) =
@@ -491,9 +479,41 @@ impl<'a> Scanner<'a> {
         else {
             return false;
         };
-        let fields = LineFields::Packed(m.fields);
-        self.record(m.pattern, fields, framed, cited, line_no);
-        m.accelerated && m.pattern.reads_runs()
+        let hot = m.accelerated && m.pattern.reads_runs();
+        self.record(
+            m.pattern,
+            LineFields::Packed(m.fields),
+            framed,
+            line,
+            line_no,
+        );
+        hot
+    }
+
+    /// Matches `text` against `candidates` (the line's own by default).
+    fn match_text(&mut self, text: &[u8], candidates: Option<&[PatternIdx]>) -> Option<Match<'a>> {
+        let clean = unpaste(text);
+        let body_start = clean.len() - frame(&clean, &self.profile.launcher).body.len();
+        let candidates = candidates.unwrap_or(&self.candidates);
+        self.grammar
+            .match_line(candidates, &clean, body_start, &mut self.scratch)
+    }
+
+    /// Records a match of `text` as the line `cited` (a wrapped message is
+    /// read joined, and cited as the line it starts on): whether an
+    /// accelerator of runs read it.
+    fn record_match(&mut self, m: Match<'a>, text: &[u8], cited: &[u8], line_no: u64) -> bool {
+        let clean = unpaste(text);
+        let framed = frame(&clean, &self.profile.launcher);
+        let hot = m.accelerated && m.pattern.reads_runs();
+        self.record(
+            m.pattern,
+            LineFields::Packed(m.fields),
+            framed,
+            cited,
+            line_no,
+        );
+        hot
     }
 
     /// Offers a line to the readers of runs of lines before any literal

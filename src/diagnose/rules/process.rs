@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::NaiveDateTime;
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::short_host;
 use crate::model::{CauseKind, Death, DeathKind, EventIdx, EventKind, Job};
 
 use super::Ctx;
@@ -166,9 +167,19 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .host
         .as_ref()
         .map_or(String::new(), |h| format!(" on {h}"));
-    // A node the scheduler lost took every process on it: no pid to name.
+    // A node the scheduler lost took every process on it, ranks the logs
+    // placed there included: no pid to name.
     let (who, weight) = match (d.kind, &d.host) {
-        (DeathKind::NodeLost, Some(node)) => (format!("The node {node}"), 0.6),
+        (DeathKind::NodeLost, Some(node)) => {
+            h.ranks = ctx
+                .job
+                .ranks
+                .values()
+                .filter(|r| r.host.as_deref().map(short_host) == Some(node.as_str()))
+                .map(|r| r.rank)
+                .collect();
+            (format!("The node {node}"), 0.6)
+        }
         _ => (format!("A process{host}{pid}"), 0.45),
     };
     h.value("who", who);
