@@ -81,6 +81,26 @@ fn reg_mr_iova2_enomem_is_the_memlock_limit_nccl_2_18() {
     assert_eq!(v["cause"]["host"], "node001", "{v:#}");
 }
 
+/// NVIDIA/nccl#778's shape: `ibv_reg_dmabuf_mr` refused as `Operation not
+/// supported` is the verbs stack lacking DMA-BUF (an old driver), no
+/// locked-memory limit; on 2.13.4–2.14.2 it is the release's known defect
+/// (DMA-BUF misdetected, fixed in 2.14.3).
+#[test]
+fn dmabuf_registration_not_supported_is_no_memlock_limit_nccl_2_13() {
+    let warn = "misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Operation not supported";
+    for version in ["2.13.4+cuda11.7", "2.18.5+cuda12.2"] {
+        let (_dir, doc) = job(version, "", "node001", warn);
+        let v = &doc["verdict"];
+        assert_ne!(v["cause"]["kind"], "memlock", "{version}: {v:#}");
+    }
+    let (_dir, doc) = job("2.13.4+cuda11.7", "", "node001", warn);
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"], "nccl_bug",
+        "{:#}",
+        doc["verdict"]
+    );
+}
+
 /// NVIDIA/nccl#1526's shape (NCCL 2.21, RoCE): the failed completion names
 /// the queue pair's GIDs; a link-local GID built from the NIC's MAC
 /// (`fe80::…ff:fe…`) does not route beyond its subnet: a GID index
