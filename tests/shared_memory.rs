@@ -95,3 +95,35 @@ fn df_of_a_small_dev_shm_corroborates_nccls_shared_memory_error_coreutils() {
     );
     assert!(b > a, "{a} → {b}");
 }
+
+/// hugectr_backend#42's shape (UCX 1.12's fatal-signal report in NCCL 2.11's
+/// container): a bus error whose backtrace runs through NCCL's own code
+/// (`ncclGroupEnd`, where it maps the segments of its shared-memory
+/// transport) is the same story without any size printed; a bus error in
+/// other code says nothing about /dev/shm.
+#[test]
+fn a_bus_error_inside_nccls_own_code_is_the_shared_memory_story_ucx_1_12() {
+    let crash = |func: &str| {
+        format!(
+            "[qgpuvb813-cvision:1    :0:381] Caught signal 7 (Bus error: nonexistent physical address)
+==== backtrace (tid:    381) ====
+ 0 0x00000000000143c0 __funlockfile()  ???:0
+ 1 0x000000000018ba51 __nss_database_lookup()  ???:0
+ 2 0x0000000000068d6c {func}()  ???:0
+ 3 0x0000000000008609 start_thread()  ???:0
+=================================
+"
+        )
+    };
+    let v = common::verdict_of_owned(&[("output.log".to_string(), crash("ncclGroupEnd"))]);
+    assert_shm_crash(&v);
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ncclGroupEnd"),
+        "{v:#}"
+    );
+    let v = common::verdict_of_owned(&[("output.log".to_string(), crash("at::native::copy_"))]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

@@ -268,6 +268,9 @@ event_kinds! {
     /// How big a host's /dev/shm is, as a tool reported it (`df`, Ray's
     /// start-up warning): `bytes`.
     ShmSize => "shm_size",
+    /// A native backtrace's frame in NCCL's own code (UCX's `==== backtrace`
+    /// after a fatal signal): `func`.
+    NcclNativeFrame => "nccl_native_frame",
     // kernel log (dmesg, journalctl -k, syslog)
     /// A kernel boot (the `Linux version` banner): uptime stamps restart.
     KernelBoot => "kernel_boot",

@@ -41,25 +41,41 @@ pub fn shm_exhausted(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     let small = small_shm(ctx.job);
     if by_host.is_empty()
-        && let (Some(size), Some((idx, ev))) = (&small, bus_error(ctx.job))
+        && let Some((idx, ev)) = bus_error(ctx.job)
     {
-        let host = ctx.job.host_of_event(ev).map(str::to_string);
-        let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-        h.value("variant", "shm".to_string());
-        h.host = host.clone().or_else(|| size.host.clone());
-        h.ranks.extend(ev.who.rank);
-        h.value("who", who(ev, h.host.as_deref()));
-        h.value(
-            "reason",
-            format!("a bus error (SIGBUS) where /dev/shm holds {}", size.text()),
-        );
-        h.support(
-            Source::Launcher,
-            0.45,
-            Some(idx),
-            "the process died of SIGBUS: it touched shared memory that /dev/shm could not back",
-        );
-        by_host.insert(host, h);
+        let in_nccl = nccl_frame_after(ctx.job, idx, ev);
+        let reason = small
+            .as_ref()
+            .map(|size| format!("a bus error (SIGBUS) where /dev/shm holds {}", size.text()))
+            .or_else(|| {
+                in_nccl.map(|(_, func)| format!("a bus error (SIGBUS) inside NCCL's `{func}`"))
+            });
+        if let Some(reason) = reason {
+            let host = ctx.job.host_of_event(ev).map(str::to_string);
+            let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+            h.value("variant", "shm".to_string());
+            h.host = host
+                .clone()
+                .or_else(|| small.as_ref().and_then(|s| s.host.clone()));
+            h.ranks.extend(ev.who.rank);
+            h.value("who", who(ev, h.host.as_deref()));
+            h.value("reason", reason);
+            h.support(
+                Source::Launcher,
+                0.45,
+                Some(idx),
+                "the process died of SIGBUS: it touched shared memory that /dev/shm could not back",
+            );
+            if let Some((frame, func)) = in_nccl {
+                h.support(
+                    Source::Stacks,
+                    0.35,
+                    Some(frame),
+                    format!("the bus error struck inside NCCL's own code (`{func}`), where it maps its shared-memory segments"),
+                );
+            }
+            by_host.insert(host, h);
+        }
     }
     let mut out: Vec<Hypothesis> = by_host.into_values().collect();
     for h in &mut out {
@@ -128,6 +144,27 @@ fn df_bytes(size: &str) -> Option<u64> {
     };
     let value: f64 = number.parse().ok()?;
     Some((value * (1u64 << shift) as f64) as u64)
+}
+
+/// Lines a fatal signal's backtrace runs after its banner.
+const BACKTRACE_LINES: u64 = 40;
+
+/// A frame in NCCL's own code in the backtrace printed after a bus error
+/// (UCX's `==== backtrace`): the frame's event and function.
+fn nccl_frame_after<'j>(
+    job: &'j Job,
+    idx: EventIdx,
+    signal: &Event,
+) -> Option<(EventIdx, &'j str)> {
+    job.events[idx + 1..]
+        .iter()
+        .enumerate()
+        .take_while(|(_, e)| {
+            e.origin.file == signal.origin.file
+                && e.origin.line <= signal.origin.line + BACKTRACE_LINES
+        })
+        .find(|(_, e)| e.kind == EventKind::NcclNativeFrame)
+        .and_then(|(i, e)| Some((idx + 1 + i, e.text_field("func")?)))
 }
 
 /// The first process that died of a bus error.
