@@ -96,8 +96,8 @@ fn df_of_a_small_dev_shm_corroborates_nccls_shared_memory_error_coreutils() {
     assert!(b > a, "{a} → {b}");
 }
 
-/// hugectr_backend#42's shape (UCX 1.12's fatal-signal report in NCCL 2.11's
-/// container): a bus error whose backtrace runs through NCCL's own code
+/// hugectr_backend#42's and pipedream#76's shape (UCX's fatal-signal report
+/// in a container): a bus error whose backtrace runs through NCCL's own code
 /// (`ncclGroupEnd`, where it maps the segments of its shared-memory
 /// transport) is the same story without any size printed; a bus error in
 /// other code says nothing about /dev/shm.
