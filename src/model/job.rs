@@ -254,6 +254,37 @@ impl Job {
         self.kinds = self.events.iter().map(|e| e.kind).collect();
     }
 
+    /// The events after `idx` in its file, at most `lines` lines below it,
+    /// with their indices (a file's events are kept in line order): a
+    /// traceback's or a backtrace's lines after its header.
+    pub fn events_below(
+        &self,
+        idx: EventIdx,
+        lines: u64,
+    ) -> impl Iterator<Item = (EventIdx, &Event)> {
+        let at = &self.events[idx].origin;
+        self.events
+            .iter()
+            .enumerate()
+            .skip(idx + 1)
+            .take_while(move |(_, e)| e.origin.file == at.file && e.origin.line <= at.line + lines)
+    }
+
+    /// The events before `idx` in its file, at most `lines` lines above it,
+    /// nearest first: what a console showed just before a report.
+    pub fn events_above(
+        &self,
+        idx: EventIdx,
+        lines: u64,
+    ) -> impl Iterator<Item = (EventIdx, &Event)> {
+        let at = &self.events[idx].origin;
+        self.events[..idx]
+            .iter()
+            .enumerate()
+            .rev()
+            .take_while(move |(_, e)| e.origin.file == at.file && e.origin.line + lines >= at.line)
+    }
+
     /// Some communicator finished its init (an `Init COMPLETE` line).
     pub fn a_comm_came_up(&self) -> bool {
         self.events_where(|k| k == EventKind::NcclCommInit)

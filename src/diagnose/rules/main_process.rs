@@ -36,7 +36,7 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 && e.int("root").is_none_or(|root| root == 0)
                 && e.who.rank != Some(0)
         })
-        .filter(|&(idx, e)| !failed_on_its_own(ctx, idx, e))
+        .filter(|&(idx, _)| !failed_on_its_own(ctx, idx))
         .collect();
     // Rank 0 at the barrier or in a collective of its own was not elsewhere.
     let zero_arrived = job.events.iter().any(|e| {
@@ -119,12 +119,11 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// A wait whose traceback ends in an NCCL error of the rank's own (a CUDA
 /// call failed, an internal error, invalid usage): the barrier or set-up
 /// failed under it, it was not waiting for anyone.
-fn failed_on_its_own(ctx: &Ctx<'_>, idx: usize, wait: &crate::model::Event) -> bool {
-    let ending = ctx.job.events[idx + 1..]
-        .iter()
-        .take_while(|e| {
-            e.origin.file == wait.origin.file && e.origin.line <= wait.origin.line + TRACEBACK_LINES
-        })
+fn failed_on_its_own(ctx: &Ctx<'_>, idx: usize) -> bool {
+    let ending = ctx
+        .job
+        .events_below(idx, TRACEBACK_LINES)
+        .map(|(_, e)| e)
         .find(|e| {
             matches!(
                 e.kind,

@@ -43,7 +43,7 @@ pub fn shm_exhausted(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     if by_host.is_empty()
         && let Some((idx, ev)) = bus_error(ctx.job)
     {
-        let in_nccl = nccl_frame_after(ctx.job, idx, ev);
+        let in_nccl = nccl_frame_after(ctx.job, idx);
         let reason = small
             .as_ref()
             .map(|size| format!("a bus error (SIGBUS) where /dev/shm holds {}", size.text()))
@@ -151,20 +151,10 @@ const BACKTRACE_LINES: u64 = 40;
 
 /// A frame in NCCL's own code in the backtrace printed after a bus error
 /// (UCX's `==== backtrace`): the frame's event and function.
-fn nccl_frame_after<'j>(
-    job: &'j Job,
-    idx: EventIdx,
-    signal: &Event,
-) -> Option<(EventIdx, &'j str)> {
-    job.events[idx + 1..]
-        .iter()
-        .enumerate()
-        .take_while(|(_, e)| {
-            e.origin.file == signal.origin.file
-                && e.origin.line <= signal.origin.line + BACKTRACE_LINES
-        })
+fn nccl_frame_after(job: &Job, idx: EventIdx) -> Option<(EventIdx, &str)> {
+    job.events_below(idx, BACKTRACE_LINES)
         .find(|(_, e)| e.kind == EventKind::NcclNativeFrame)
-        .and_then(|(i, e)| Some((idx + 1 + i, e.text_field("func")?)))
+        .and_then(|(i, e)| Some((i, e.text_field("func")?)))
 }
 
 /// The first process that died of a bus error.

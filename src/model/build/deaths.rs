@@ -131,7 +131,7 @@ fn worker_failed(
         .or(ev.text_field("signal_name"))
         .map(str::to_string);
     let raised = (ev.text_field("what") == Some("raised"))
-        .then(|| child_error(job, ev, idx, rules))
+        .then(|| child_error(job, idx, rules))
         .flatten();
     let (kind, reason) = match (ev.text_field("what"), &signal) {
         // torch.multiprocessing.spawn's child that raised: its traceback
@@ -155,7 +155,7 @@ fn worker_failed(
     d.signal = signal;
     d.consequence = matches!(d.signal.as_deref(), Some("SIGABRT" | "SIGTERM"))
         || raised.is_some_and(|error| error.consequence)
-        || (exitcode == Some(1) && raised_nccl_failure_before(job, ev, idx, rules));
+        || (exitcode == Some(1) && raised_nccl_failure_before(job, idx, rules));
     Some(d)
 }
 
@@ -165,19 +165,10 @@ fn worker_failed(
 /// failed call, a watchdog, an exception the knowledge base marks as one
 /// raised because NCCL failed), the worker exited because NCCL failed under
 /// it, not of its own accord.
-fn raised_nccl_failure_before(
-    job: &Job,
-    report: &Event,
-    idx: EventIdx,
-    rules: &ConsequenceRules,
-) -> bool {
-    let last_error = job.events[..idx]
-        .iter()
-        .rev()
-        .take_while(|e| {
-            e.origin.file == report.origin.file
-                && e.origin.line + TRACEBACK_LINES >= report.origin.line
-        })
+fn raised_nccl_failure_before(job: &Job, idx: EventIdx, rules: &ConsequenceRules) -> bool {
+    let last_error = job
+        .events_above(idx, TRACEBACK_LINES)
+        .map(|(_, e)| e)
         .find(|e| {
             matches!(
                 e.kind,
@@ -207,19 +198,11 @@ struct ChildError {
 
 /// The error that ends the traceback a spawn report's header opens: the
 /// first exception or NCCL error read after it in the same file.
-fn child_error(
-    job: &Job,
-    header: &Event,
-    idx: EventIdx,
-    rules: &ConsequenceRules,
-) -> Option<ChildError> {
-    let e = job.events[idx + 1..]
-        .iter()
-        .take_while(|e| {
-            e.origin.file == header.origin.file
-                && e.origin.line <= header.origin.line + TRACEBACK_LINES
-                && e.kind != EventKind::WorkerFailed
-        })
+fn child_error(job: &Job, idx: EventIdx, rules: &ConsequenceRules) -> Option<ChildError> {
+    let e = job
+        .events_below(idx, TRACEBACK_LINES)
+        .map(|(_, e)| e)
+        .take_while(|e| e.kind != EventKind::WorkerFailed)
         .find(|e| {
             matches!(
                 e.kind,
@@ -360,7 +343,8 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
     if rank.is_none() && host.is_none() {
         return None;
     }
-    let kind = if what == "Node failure" {
+    // The grammar marks a report of a node the scheduler lost.
+    let kind = if ev.text_field("cause") == Some("node_lost") {
         DeathKind::NodeLost
     } else if signal.is_some() {
         DeathKind::Signal
