@@ -506,3 +506,70 @@ fn no_route_to_a_host_on_the_jobs_own_lan_is_a_firewall_nccl_2_21() {
     let v = no_route_job("192.168.7.4");
     assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
 }
+
+/// nccl#367's shape (NCCL 2.4.8, PyTorch 1.4 DDP, one Docker container per
+/// host on the default bridge): both hosts bootstrap as `eth0:172.17.0.2`,
+/// a channel between them goes `via NET/Socket/0`, and the log stops after
+/// `Init COMPLETE`. Two hosts that print one address for themselves cannot
+/// reach each other by it: the interface (0.6), where one
+/// host alone on a bridge address, with nothing failing, is a lead only.
+fn bridge_job(hosts: &[&str]) -> Value {
+    let mut files = Vec::new();
+    for (h, host) in hosts.iter().enumerate() {
+        let mut text = String::new();
+        for l in 0..2 {
+            let pid = 1170 + l;
+            text.push_str(&format!(
+                "{host}:{pid}:{pid} [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>\n\
+                 {host}:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]eth0:172.17.0.2<0>\n"
+            ));
+        }
+        let (me, next) = (2 * h, (2 * h + 2) % (2 * hosts.len()));
+        text.push_str(&format!(
+            "{host}:1190:1201 [0] NCCL INFO Ring 00 : {} -> {next} [send] via NET/Socket/0\n\
+             {host}:1190:1201 [0] NCCL INFO comm 0x7fef94002590 rank {} nranks {} cudaDev 0 nvmlDev 1 - Init COMPLETE\n",
+            me + 1,
+            me + 1,
+            2 * hosts.len()
+        ));
+        files.push((format!("{host}.log"), text));
+    }
+    common::verdict_of_owned(&files)
+}
+
+#[test]
+fn two_hosts_bootstrapping_with_one_bridge_address_is_the_interface_nccl_2_4() {
+    let v = bridge_job(&["c6ad99331184", "26a46eb2b1d3"]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.6, "{v:#}");
+    assert_ne!(v["status"], "healthy", "{v:#}");
+    let why = v["cause"]["evidence"][0]["why"].as_str().unwrap();
+    assert!(
+        why.contains("2 hosts of the job list that same address"),
+        "{why}"
+    );
+    let v = bridge_job(&["c6ad99331184"]);
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}
+
+/// The same job with the connect that failed after init (NCCL connects
+/// point-to-point peers lazily): no process died of its own accord, so the
+/// job hung on the interface; it did not crash.
+#[test]
+fn a_connect_failing_after_init_with_no_death_is_a_hang_nccl_2_4() {
+    let mut files = Vec::new();
+    for (h, host) in ["c6ad99331184", "26a46eb2b1d3"].iter().enumerate() {
+        files.push((
+            format!("{host}.log"),
+            format!(
+                "{host}:1170:1170 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0>
+                 {host}:1170:1201 [0] NCCL INFO comm 0x7fef94002590 rank {h} nranks 2 cudaDev 0 nvmlDev 1 - Init COMPLETE
+                 {host}:1170:1201 [0] include/socket.h:390 NCCL WARN Connect to 172.17.0.2<45678> failed : Connection refused
+"
+            ),
+        ));
+    }
+    let v = common::verdict_of_owned(&files);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}

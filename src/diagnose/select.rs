@@ -284,6 +284,10 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         // lines) or its bootstrap / connection set-up failed.
         _ if !init_completed(ctx) && ctx.job.events.iter().any(fails_set_up) => Status::InitFailure,
         CauseKind::Unknown => Status::Unknown,
+        // Set-up that let the communicators come up but not carry traffic
+        // (an interface other hosts cannot reach, a blocked port): the
+        // collectives wait on it, and no process died of its own accord.
+        _ if is_set_up(kind) && !ctx.job.deaths.iter().any(|d| !d.consequence) => Status::Hang,
         // A fault on the wire or the NIC stops the collective; NCCL's error
         // handling then takes the processes down instead of letting them
         // time out. The job hung in that collective; nobody crashed first.

@@ -463,6 +463,16 @@ fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         // A channel routed over the interface is traffic that must cross
         // hosts there, not just an interface on a list.
         let (w, why) = match (s.carries_channel, connects_failed, first && hosts_never_met) {
+            // Two hosts that print one address for themselves cannot be
+            // told apart: a peer dialling it reaches its own host (each
+            // host's container on Docker's default bridge is 172.17.0.2).
+            _ if first && s.hosts_sharing > 1 => (
+                0.6,
+                format!(
+                    "NCCL uses `{iface}`, and {} hosts of the job list that same address for themselves: a peer dialling it reaches its own host",
+                    s.hosts_sharing
+                ),
+            ),
             (true, ..) => (
                 0.6,
                 format!(
@@ -681,14 +691,19 @@ struct LocalInterface {
     iface: String,
     /// Its index in the NET/Socket list (`[1]veth…`).
     net_dev: u32,
-    /// A channel of the same process runs `via NET/Socket/<net_dev>`.
+    /// A channel of the same process, or of its host where the process
+    /// printed none, runs `via NET/Socket/<net_dev>`.
     carries_channel: bool,
+    /// The hosts that list this same address (two or more: each one's
+    /// peers dial it and reach themselves).
+    hosts_sharing: usize,
 }
 
 /// Socket / bootstrap interfaces NCCL picked that are local-only.
 fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<LocalInterface> {
     let mut out = Vec::new();
     let socket_channels = socket_channels(ctx);
+    let mut hosts_of_addr: BTreeMap<String, BTreeSet<Sym>> = BTreeMap::new();
     let listing = |k| matches!(k, EventKind::NcclNetSocket | EventKind::NcclBootstrapIface);
     for (idx, ev) in ctx.job.events_where(listing) {
         let list = match ev.kind {
@@ -709,20 +724,25 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<LocalInterface> {
                 let local = &ctx.kb.local_only;
                 if local.interface(iface) || local.network_of(addr).is_some() {
                     let carries_channel = ev.kind == EventKind::NcclNetSocket
-                        && socket_channels.contains(&(
-                            ev.who.host.clone(),
-                            ev.who.pid,
-                            i64::from(net_dev),
-                        ));
+                        && socket_channels.carries(&ev.who.host, ev.who.pid, net_dev);
+                    if let Some(host) = &ev.who.host {
+                        let hosts = hosts_of_addr.entry(addr.to_string()).or_default();
+                        hosts.insert(host.clone());
+                    }
                     out.push(LocalInterface {
                         idx,
                         iface: format!("{iface}:{addr}"),
                         net_dev,
                         carries_channel,
+                        hosts_sharing: 0,
                     });
                 }
             }
         }
+    }
+    for s in &mut out {
+        let addr = s.iface.split_once(':').map_or("", |(_, a)| a);
+        s.hosts_sharing = hosts_of_addr.get(addr).map_or(0, BTreeSet::len);
     }
     // Interfaces that carry channels first: they are what failed.
     out.sort_by_key(|s| !s.carries_channel);
@@ -734,13 +754,44 @@ fn socket_index(item: &str) -> Option<u32> {
     item.strip_prefix('[')?.split_once(']')?.0.parse().ok()
 }
 
-/// (host, pid, socket device) of every channel routed `via NET/Socket/N`.
-fn socket_channels(ctx: &Ctx<'_>) -> BTreeSet<(Option<Sym>, Option<u32>, i64)> {
-    ctx.job
-        .events_where(|k| k == EventKind::NcclChannel)
-        .filter(|(_, e)| e.text_field("transport") == Some("NET/Socket"))
-        .filter_map(|(_, e)| Some((e.who.host.clone(), e.who.pid, e.int("net_dev")?)))
-        .collect()
+/// Where channels are routed `via NET/Socket/N`: by process, and by host
+/// for the processes whose channel lines were not kept (every process of a
+/// host lists the same interfaces in the same order).
+struct SocketChannels {
+    by_process: BTreeSet<(Option<Sym>, Option<u32>, i64)>,
+    by_host: BTreeSet<(Option<Sym>, i64)>,
+    processes: BTreeSet<(Option<Sym>, Option<u32>)>,
+}
+
+impl SocketChannels {
+    fn carries(&self, host: &Option<Sym>, pid: Option<u32>, dev: u32) -> bool {
+        let dev = i64::from(dev);
+        if self.processes.contains(&(host.clone(), pid)) {
+            self.by_process.contains(&(host.clone(), pid, dev))
+        } else {
+            host.is_some() && self.by_host.contains(&(host.clone(), dev))
+        }
+    }
+}
+
+fn socket_channels(ctx: &Ctx<'_>) -> SocketChannels {
+    let mut out = SocketChannels {
+        by_process: BTreeSet::new(),
+        by_host: BTreeSet::new(),
+        processes: BTreeSet::new(),
+    };
+    for (_, e) in ctx.job.events_where(|k| k == EventKind::NcclChannel) {
+        out.processes.insert((e.who.host.clone(), e.who.pid));
+        if e.text_field("transport") != Some("NET/Socket") {
+            continue;
+        }
+        let Some(dev) = e.int("net_dev") else {
+            continue;
+        };
+        out.by_process.insert((e.who.host.clone(), e.who.pid, dev));
+        out.by_host.insert((e.who.host.clone(), dev));
+    }
+    out
 }
 
 /// Two IPv4 addresses in one /24: one LAN under any mask an operator uses
