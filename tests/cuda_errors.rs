@@ -296,3 +296,26 @@ fn a_cuda_error_thrown_out_of_the_watchdog_thread_is_read_torch_1_11() {
     );
     assert!(cause["confidence"].as_f64().unwrap() < 0.5, "{cause:#}");
 }
+
+/// NVSHMEM#40's shape (H200 p5en, driver 570): the kernel log's
+/// `NV_ERR_FABRIC_STATE_OUT_OF_SYNC` from the driver's multicast code while
+/// a library's NVLS mapping failed in words no grammar reads. The driver's
+/// NVLink fabric state went stale under the Fabric Manager: the host's
+/// NVSwitch fabric, told as that variant of a GPU fault, from the kernel.
+#[test]
+fn a_stale_nvlink_fabric_state_in_the_kernel_log_is_the_nvswitch_fabric_driver_570() {
+    let dmesg = "[1891044.581319] NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from status @ mem_multicast_fabric.c:2917\n";
+    let app = "/opt/nvshmem/src/host/team/team_internal_nvls.cpp:254: non-zero status: 401 cuMemMap failed to map 274877906944 bytes handle at address: 0x1320000000 offset 0 on device 7\n";
+    let v =
+        &common::report_of(&[("p5en-1/dmesg.txt", dmesg), ("p5en-1/nvshmem.log", app)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("out of sync"), "{summary}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("nvidia-fabricmanager"), "{remedy}");
+    let cited = v["cause"]["evidence"].as_array().unwrap();
+    assert!(
+        cited.iter().any(|e| e["file"] == "p5en-1/dmesg.txt"),
+        "{v:#}"
+    );
+}

@@ -53,6 +53,8 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     out
 }
 
+const NVLS_WHY: &str = "NCCL could not set up NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured";
+
 /// NCCL could not bind NVLS multicast memory: in its own words, a system or
 /// configuration error in the Fabric Manager or the NVSwitches, which serve
 /// every GPU of the host. Placed on the reporting host.
@@ -69,25 +71,28 @@ fn nvls_refused(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 Some("map") => "mapped",
                 Some(_) => "set up",
             };
-            h.value(
-                "detail",
-                format!("NVLS multicast memory could not be {done}: {error}"),
-            );
+            let detail = if ev.text_field("action") == Some("fabric") {
+                error.to_string()
+            } else {
+                format!("NVLS multicast memory could not be {done}: {error}")
+            };
+            h.value("detail", detail);
         }
         // NCCL's own words (2.27+) name the fabric; a bare CUDA error of its
-        // NVLS calls (before 2.27) is the same story by the maintainers' account.
-        let weight = if ev.text_field("action") == Some("set up") {
-            0.45
-        } else {
-            0.55
+        // NVLS calls (before 2.27) is the same story by the maintainers'
+        // account; the driver's own word that its fabric state went stale
+        // is the kernel's, a source of its own.
+        let (source, weight, why) = match ev.text_field("action") {
+            Some("fabric") => (
+                Source::Kernel,
+                0.5,
+                "the GPU driver's NVLink fabric state is out of sync with the Fabric Manager: multicast (NVLS) mappings fail until the GPUs are reset",
+            ),
+            Some("set up") => (Source::Nccl, 0.45, NVLS_WHY),
+            _ => (Source::Nccl, 0.55, NVLS_WHY),
         };
         if h.support.len() < 3 {
-            h.support(
-                Source::Nccl,
-                weight,
-                Some(idx),
-                "NCCL could not set up NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured",
-            );
+            h.support(source, weight, Some(idx), why);
         }
     }
     (!h.support.is_empty()).then_some(h)
