@@ -24,14 +24,12 @@ fn an_even_size_split_names_the_side_that_enqueued_nothing_after_it_torch_2_8() 
     assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
     assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.7, "{v:#}");
 
-    // Both sides moved on: nothing tells them apart.
+    // Both sides moved on: nothing tells them apart, and it is still a
+    // mismatch (one sequence number holds one broadcast), naming no side.
     let log = format!("{}{}", timed_out(3, 64, 7220), timed_out(2, 24084544, 7221));
-    let doc = common::report_of(&[("train.log", &log)]);
-    assert_ne!(
-        doc["verdict"]["cause"]["kind"], "collective_mismatch",
-        "{:#}",
-        doc["verdict"]
-    );
+    let v = &common::report_of(&[("train.log", &log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
 
 /// A rank's DETAIL fingerprint line, torch 2.4+.
@@ -131,6 +129,29 @@ fn an_undecided_even_split_is_a_mismatch_that_names_no_rank_torch_2_3() {
     assert_ne!(
         doc["verdict"]["cause"]["kind"], "collective_mismatch",
         "{doc:#}"
+    );
+}
+
+/// ms-swift#3154's shape (torch 2.5, DeepSpeed ZeRO-3, two ranks): at seq
+/// 3497 rank 0 all-gathers 1572864 elements and rank 1 512 (they gather
+/// different parameters), and both had enqueued later work (3499, 3500),
+/// as async collectives always do. One sequence number of one group holds
+/// one collective, and an all-gather takes one size on every rank: a
+/// mismatch naming no side, moved on or not.
+#[test]
+fn an_even_split_whose_sides_both_moved_on_is_still_a_mismatch_torch_2_5() {
+    let mut log = String::new();
+    for (rank, numel, enqueued) in [(0u32, 1572864u64, 3499), (1, 512, 3500)] {
+        log.push_str(&format!("[rank{rank}]:[E220 10:59:35.441597707 ProcessGroupNCCL.cpp:629] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3497, OpType=_ALLGATHER_BASE, NumelIn={numel}, NumelOut={}, Timeout(ms)=1800000) ran for 1800039 milliseconds before timing out.\n", 2 * numel));
+        log.push_str(&format!("[rank{rank}]:[E220 10:59:35.441948160 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank {rank}]  failure detected by watchdog at work sequence id: 3497 PG status: last enqueued work: {enqueued}, last completed work: 3496\n"));
+    }
+    let v = &common::report_of(&[("train.log", &log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("1572864") && summary.contains("512"),
+        "{summary}"
     );
 }
 

@@ -423,7 +423,7 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         // issuing work there.
         _ => match moved_on(ctx, hang, &known) {
             Some(side) => (side, true),
-            None if all_stopped(ctx, hang, &known) => {
+            None if sides_disagree(ctx, &known) => {
                 return Some(undecided_split(ctx, hang, h, &known, fmt));
             }
             None => return None,
@@ -463,27 +463,16 @@ fn disagreeing_timeouts(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     Some(h)
 }
 
-/// Every rank of an even split stopped at the hung sequence number (none
-/// enqueued later work), and their collectives cannot both be right: the ops
-/// differ, or one op that takes the same size on every rank ran with two.
-/// Sides that both moved on, or an all-to-all's uneven splits, are no sign.
-fn all_stopped(
-    ctx: &Ctx<'_>,
-    hang: &Hang,
-    known: &BTreeMap<u32, (Option<String>, Option<i64>)>,
-) -> bool {
-    let Some(seq) = hang.seq else { return false };
+/// The two sides of an even split cannot both be right: the ops differ, or
+/// one op that takes the same size on every rank ran with two (one group's
+/// sequence number holds one collective, whether or not the ranks enqueued
+/// later work, which async collectives always do). An all-to-all's uneven
+/// splits are no sign.
+fn sides_disagree(ctx: &Ctx<'_>, known: &BTreeMap<u32, (Option<String>, Option<i64>)>) -> bool {
     let ops: BTreeSet<&str> = known.values().filter_map(|(op, _)| op.as_deref()).collect();
     let sizes_must_match =
         matches!(ops.iter().collect::<Vec<_>>()[..], [op] if ctx.kb.same_size_op(op));
-    let stopped = known.keys().all(|r| {
-        ctx.job
-            .pg_states
-            .get(&(hang.pg.clone(), *r))
-            .and_then(|s| s.last_enqueued)
-            .is_none_or(|e| e <= seq)
-    });
-    stopped && (ops.len() > 1 || sizes_must_match)
+    ops.len() > 1 || sizes_must_match
 }
 
 /// The first line of `rank`'s state in the hung group (its timeout or its
