@@ -295,10 +295,11 @@ fn date_and_minute(s: &[u8]) -> Option<usize> {
 /// `[0m ` is left: that residue is peeled too.
 fn colour_code(s: &[u8]) -> Option<usize> {
     // rsyslog writes the escape byte as `#033` (its control-character escape),
-    // `cat -v` and less as `^[`, and a paste that lost it as U+FFFD.
+    // `cat -v` and less as `^[`, a paste that lost it as U+FFFD, and a
+    // Windows console's code page 437 shows it as `←` (copied as U+2190).
     let start = if s.starts_with(b"#033[") {
         4
-    } else if s.starts_with("\u{FFFD}[".as_bytes()) {
+    } else if s.starts_with("\u{FFFD}[".as_bytes()) || s.starts_with("\u{2190}[".as_bytes()) {
         3
     } else if s.starts_with(b"^[[") {
         2
@@ -462,6 +463,11 @@ mod tests {
     fn colour_codes_and_their_pasted_residue_are_peeled_ray_2_x() {
         let f = plain(b"\x1b[36m(RayWorkerWrapper pid=927)\x1b[0m corona:927:927 [0] NCCL INFO x");
         assert_eq!((f.who.pid, f.nccl, f.body), (Some(927), true, &b"x"[..]));
+        let f = plain(
+            "←[36m(RayWorkerWrapper pid=194, ip=10.0.130.237)←[0m vllm-0-1:194:194 [0] NCCL INFO x"
+                .as_bytes(),
+        );
+        assert_eq!((f.who.pid, f.nccl, f.body), (Some(194), true, &b"x"[..]));
         let f = plain(b"[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO NCCL version 2.7.8");
         assert_eq!(f.who.pid, Some(14605));
         assert_eq!(f.body, b"NCCL version 2.7.8");
