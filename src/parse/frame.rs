@@ -48,6 +48,15 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             pos += n;
             continue;
         }
+        // mpirun `--timestamp-output` puts a ctime stamp right before its
+        // tag (`Wed Sep  6 17:26:52 2023[1,5]<stdout>:`): keep its time.
+        if let Some((t, n)) = kernel::ctime(s).filter(|(_, n)| s.get(*n) == Some(&b'[')) {
+            if !f.time.is_some() {
+                f.time = RawTime::Local(t);
+            }
+            pos += n;
+            continue;
+        }
         if let Some(k) = kernel::prefix(s) {
             apply_kernel(&mut f, &k);
             pos += k.len;
@@ -421,6 +430,19 @@ mod tests {
             LAST_NCCL.set(None);
             assert_eq!(remembered, plain(line), "{}", String::from_utf8_lossy(line));
         }
+    }
+
+    #[test]
+    fn mpirun_ctime_stamp_keeps_its_time_ompi_4() {
+        let f = plain(b"Wed Sep  6 17:26:52 2023[1,5]<stdout>:node7:2406:2406 [5] NCCL INFO x");
+        assert_eq!(
+            (f.who.rank, f.who.pid, f.body),
+            (Some(5), Some(2406), &b"x"[..])
+        );
+        let t = chrono::NaiveDate::from_ymd_opt(2023, 9, 6)
+            .and_then(|d| d.and_hms_opt(17, 26, 52))
+            .unwrap();
+        assert_eq!(f.time, RawTime::Local(t));
     }
 
     #[test]

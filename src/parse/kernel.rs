@@ -322,7 +322,7 @@ fn month_day_time(s: &[u8]) -> Option<(u32, u32, chrono::NaiveTime, usize)> {
 }
 
 /// `Www Mmm DD HH:MM:SS YYYY` (ctime): (stamp, bytes).
-fn ctime(s: &[u8]) -> Option<(NaiveDateTime, usize)> {
+pub(crate) fn ctime(s: &[u8]) -> Option<(NaiveDateTime, usize)> {
     let wd = s.get(..3)?;
     if !WEEKDAYS.iter().any(|w| &w[..] == wd) || s.get(3) != Some(&b' ') {
         return None;
