@@ -35,6 +35,7 @@ mod progress;
 mod ras_report;
 mod setup;
 mod shm;
+mod sockets;
 mod stacks;
 mod store;
 mod topology_file;
