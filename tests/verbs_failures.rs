@@ -147,3 +147,22 @@ fn ucx_verbs_failure_without_its_prefix_is_still_read_ucx_1_14() {
     let v = common::verdict_of(&[("ucx_info.log", log)]);
     assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
 }
+
+/// The same failure as people paste it. A GKE report's NCCL 2.27 WARN
+/// wrapped over four lines, spaces widened to line values up, no port
+/// after the peer; a DGX Spark logbook's 2.28 line with the named status
+/// and the GIDs on the next line, opcode and length left out. Both read
+/// as the completion they are: link-local RoCE GIDs on both ends.
+#[test]
+fn a_wrapped_or_abridged_completion_paste_is_still_read_nccl_2_27_and_2_28() {
+    for log in [
+        "transport/net_ib.cc:2472 NCCL WARN NET/IB: Got completion from peer 192.168.0.20\n  with status=12 opcode=0 len=0 vendor err 129 (Recv)\n  localGid  fe80::92e3:17ff:fe1c:647c\n  remoteGid fe80::92e3:17ff:fe20:8c8c   hca mlx5_6\n",
+        "NCCL WARN NET/IB: Got completion from peer 192.168.101.2 with status=IBV_WC_RETRY_EXC_ERR(12)\n  localGid fe80::4ebb:47ff:fe2e:5fa6  remoteGids fe80::32c5:99ff:febe:6b46  hca roceP2p1s0f0\n",
+    ] {
+        let doc = common::report_of(&[("output.log", log)]);
+        let v = &doc["verdict"];
+        assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+        let cited = v["cause"]["evidence"].as_array().unwrap();
+        assert!(cited.iter().any(|e| e["line"] == 1), "{v:#}");
+    }
+}
