@@ -573,3 +573,21 @@ fn a_connect_failing_after_init_with_no_death_is_a_hang_nccl_2_4() {
     assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
     assert_eq!(v["status"], "hang", "{v:#}");
 }
+
+/// NCCL 2.27+'s connect that ran out of retries (misc/socket.cc:
+/// `%s: connect to %s returned %s, exceeded error retry count after %d
+/// attempts`), here as a B200 job's post-mortem pasted it: rank-prefixed
+/// and wrapped after the error. It is a failed connect to that peer: the
+/// verdict names the address, citing the line the message starts on.
+#[test]
+fn a_connect_out_of_retries_is_a_failed_connect_nccl_2_27() {
+    let log = "[rank508]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, remote process exited or there was a network error, NCCL version 2.27.5\n\
+[rank508]: socketPollConnect: connect to 7.247.226.174<42307> returned Connection timed out,\n           exceeded error retry count after 35 attempts\n";
+    let v = &common::report_of(&[("slurm-84544.out", log)])["verdict"];
+    let kind = v["cause"]["kind"].as_str().unwrap();
+    assert!(kind == "firewall" || kind == "socket_interface", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("7.247.226.174"), "{summary}");
+    let cited = v["cause"]["evidence"].as_array().unwrap();
+    assert!(cited.iter().any(|e| e["line"] == 2), "{v:#}");
+}

@@ -180,6 +180,7 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .text_field("error")
             .or(ev.text_field("error2"))
             .or(ev.text_field("error3"))
+            .or(ev.text_field("error4"))
             .unwrap_or("")
             .to_ascii_lowercase();
         let peer = ev.text_field("peer").map(|p| {
