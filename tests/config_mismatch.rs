@@ -295,3 +295,37 @@ fn the_multi_rank_gpu_refusal_is_the_duplicate_gpu_nccl_2_29_and_2_30() {
         assert_eq!(v["cause"]["host"], "node3", "{v:#}");
     }
 }
+
+/// horovod#148's shape (NCCL 2.2, lines without the `NCCL` word): two VMs
+/// both called `node1` (eth1 100.102.32.176 and .175). NCCL before 2.5.6
+/// tells hosts apart by name alone, rings the four GPUs `via P2P/IPC`, and
+/// cannot open the other machine's CUDA IPC handle. One host name, two
+/// addresses on one interface: two machines that share a name, not a GPU
+/// fault. From 2.5.6 on (the boot id joins the name) it is no cause.
+#[test]
+fn one_host_name_with_two_addresses_is_two_machines_nccl_2_2() {
+    let log = |version: &str| {
+        format!(
+            "{version}node1:18225:18239 [0] INFO NET : Using interface eth1:100.102.32.176<0>\n\
+node1:18226:18240 [1] INFO NET : Using interface eth1:100.102.32.176<0>\n\
+node1:22671:22795 [1] INFO NET : Using interface eth1:100.102.32.175<0>\n\
+node1:22670:22794 [0] INFO NET : Using interface eth1:100.102.32.175<0>\n\
+node1:22670:22794 [0] INFO [0] Ring 0 :    0   1   2   3\n\
+node1:22671:22795 [1] INFO 1 -> 0 via P2P/IPC\n\
+node1:22671:22795 [1] transport/p2p.cu:431 WARN failed to open CUDA IPC handle : 30 unknown error\n"
+        )
+    };
+    let v = &common::report_of(&[("output.log", &log(""))])["verdict"];
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node1", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("100.102.32.175 and 100.102.32.176"),
+        "{summary}"
+    );
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("NCCL_HOSTID"), "{remedy}");
+
+    let v = &common::report_of(&[("output.log", &log("NCCL version 2.7.8+cuda11.0\n"))])["verdict"];
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

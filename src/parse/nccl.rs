@@ -6,6 +6,10 @@
 //! node17:48211:48593 [3] 1234.567890 ncclProxyProgress:123 NCCL TRACE …
 //! node17:48211:48593 [3] transport/net_ib.cc:139 (ncclIbTest) NCCL WARN …     (2.30.7)
 //! ```
+//! NCCL 2.0–2.2 (binary releases, before the sources were published) print
+//! no `NCCL` word: `node1:18225:18239 [0] INFO NET : Using interface …`,
+//! `node1:22671:22795 [1] transport/p2p.cu:431 WARN failed to open …`.
+//!
 //! `HOST` is `gethostname()` cut at the first dot, `PID:TID` the process and
 //! kernel thread ids, `[DEV]` the logging thread's CUDA device (process-local,
 //! never a rank). The optional timestamp (2.26+) is read by the framer like any
@@ -56,7 +60,7 @@ pub fn parse_prefix(s: &[u8]) -> Option<NcclPrefix<'_>> {
     }
     let (tid, n) = digits(&s[i + 1..])?;
     i += 1 + n;
-    let (level, len) = level_after(&s[i..])?;
+    let (level, len) = level_after(&s[i..]).or_else(|| untagged_level(&s[i..]))?;
     Some(NcclPrefix {
         host: &s[..host_len],
         pid: pid as u32,
@@ -89,9 +93,61 @@ fn level_after(s: &[u8]) -> Option<(Level, usize)> {
     None
 }
 
+/// NCCL 2.0–2.2's level without the `NCCL` word: ` [DEV] INFO ` or
+/// ` [DEV] file:line WARN ` right after `PID:TID`, nothing else between.
+fn untagged_level(s: &[u8]) -> Option<(Level, usize)> {
+    let dev = s.strip_prefix(b" [")?;
+    let (_, n) = digits(dev)?;
+    let rest = dev[n..].strip_prefix(b"] ")?;
+    let at = s.len() - rest.len();
+    if let Some(body) = rest.strip_prefix(b"INFO ") {
+        return Some((Level::Info, s.len() - body.len()));
+    }
+    // The source location: one word holding `:` and a line number.
+    let word = rest.iter().take(96).take_while(|b| **b != b' ').count();
+    let location = &rest[..word];
+    let has_line = location
+        .rsplit(|b| *b == b':')
+        .next()
+        .is_some_and(|l| !l.is_empty() && l.iter().all(u8::is_ascii_digit));
+    if !has_line || !location.contains(&b':') {
+        return None;
+    }
+    let after = rest.get(word + 1..)?;
+    let (level, word_len) = [(&b"WARN "[..], Level::Warn), (&b"INFO "[..], Level::Info)]
+        .into_iter()
+        .find(|(w, _)| after.starts_with(w))
+        .map(|(w, l)| (l, w.len()))?;
+    Some((level, at + word + 1 + word_len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn untagged_lines_nccl_2_2() {
+        let info = b"node1:18225:18239 [0] INFO NET : Using interface eth1:100.102.32.176<0>";
+        let p = parse_prefix(info).unwrap();
+        assert_eq!(
+            (p.host, p.pid, p.level),
+            (&b"node1"[..], 18225, Level::Info)
+        );
+        assert_eq!(
+            &info[p.len..],
+            b"NET : Using interface eth1:100.102.32.176<0>"
+        );
+        let warn = b"node1:22671:22795 [1] transport/p2p.cu:431 WARN failed to open CUDA IPC handle : 30 unknown error";
+        let p = parse_prefix(warn).unwrap();
+        assert_eq!((p.tid, p.level), (22795, Level::Warn));
+        assert_eq!(
+            &warn[p.len..],
+            b"failed to open CUDA IPC handle : 30 unknown error"
+        );
+        // Not NCCL's: a level word after other text, or no device.
+        assert!(parse_prefix(b"node1:1:2 [0] some text INFO x").is_none());
+        assert!(parse_prefix(b"node1:1:2 INFO x").is_none());
+    }
 
     #[test]
     fn info_line_2_21() {

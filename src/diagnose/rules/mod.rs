@@ -34,6 +34,7 @@ mod process;
 mod progress;
 mod ras_report;
 mod setup;
+mod shared_hostname;
 mod shm;
 mod sockets;
 mod stacks;
@@ -84,6 +85,7 @@ pub fn hypotheses(
                 .into_iter()
                 .chain(topology_file::topology_file(ctx))
                 .chain(duplicate_gpu::shared_gpu(ctx))
+                .chain(shared_hostname::one_name_two_machines(ctx))
                 .chain(invalid_rank::rank_outside_the_world(ctx))
                 .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
