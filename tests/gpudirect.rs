@@ -61,3 +61,16 @@ node07:4411:4530 [3] NCCL INFO transport/net.cc:1298 -> 6\n"
     let v = common::verdict_of(&[("node07/rank11.log", &log(12))]);
     assert!(!common::cause_kinds(&v).contains(&"gpu_fault"), "{v:#}");
 }
+
+/// A B200 report's paste (64-node nccl-tests): the completion error without
+/// its writer's prefix, so no line names the reporting host. The summary
+/// says so in words, not with a `?` where the host would stand.
+#[test]
+fn status_4_from_an_unnamed_host_says_so_in_words_nccl_2_19() {
+    let log = "NCCL WARN NET/IB : Got completion from peer 7.247.232.133 with error 4, opcode 0, len 0, vendor err 81 (Send)\n";
+    let v = common::verdict_of(&[("nccl-tests.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("a host no line names"), "{summary}");
+    assert!(!summary.contains('?'), "{summary}");
+}

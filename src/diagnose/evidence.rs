@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::grammar::template::{fill_template, fill_template_with};
+use crate::grammar::template::fill_template_with;
 use crate::model::{EventIdx, EventKind, Job, Origin, SourceLine};
 
 use super::hang::Hang;
@@ -76,6 +76,16 @@ fn capped(text: &str) -> String {
     }
 }
 
+/// What a summary says for a place no line of the logs names (a completion
+/// error pasted without its writer's prefix): words, not a `?`.
+fn unnamed(name: &str) -> String {
+    match name {
+        "host" | "peer_host" => "a host no line names".to_string(),
+        "device" | "port" | "rank" | "gpu" => format!("a {name} no line names"),
+        _ => "?".to_string(),
+    }
+}
+
 pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
     let variant = h.values.get("variant").map(String::as_str);
     let text = ctx.kb.cause_as(h.kind, variant);
@@ -96,7 +106,7 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
         gpu_bus_id: h.gpu_bus_id.clone(),
         peer_host: h.peer_host.clone(),
         title: text.title.clone(),
-        summary: fill_template(&text.summary, &values),
+        summary: fill_template_with(&text.summary, &values, unnamed),
         remedy: fill_template_with(&text.remedy, &values, |name| format!("<{name}>")),
         ranks: h.ranks.iter().copied().collect(),
         evidence,
