@@ -166,3 +166,23 @@ fn a_wrapped_or_abridged_completion_paste_is_still_read_nccl_2_27_and_2_28() {
         assert!(cited.iter().any(|e| e["line"] == 1), "{v:#}");
     }
 }
+
+/// DGX Spark logbooks' shape (NCCL 2.28, RoCE): `ibv_modify_qp` fails with
+/// 61 `No data available` and NCCL prints `local GID ::` — the GID index in
+/// use (3, 5) names an empty entry of the port's table (the kernel's
+/// ENODATA for a slot not valid; the RoCE v2 address had moved to 4).
+/// Pasted wrapped after the errno or after the device, or cut before the
+/// remote GID, it is still read: a GID index named outright (0.8).
+#[test]
+fn a_queue_pair_on_an_empty_gid_slot_is_the_gid_index_nccl_2_28() {
+    for log in [
+        "misc/ibvwrap.cc:380 (wrap_ibv_modify_qp) NCCL WARN Call to ibv_modify_qp failed with 61\nNo data available, on dev roceP2p1s0f0:1, curr state INIT, next state RTR, local GID index 3, local GID ::\n",
+        "NCCL WARN Call to ibv_modify_qp failed with 61 No data available, on dev rocep1s0f0:1,\n        curr state INIT, next state RTR, local GID index 3, local GID ::, remote GID ::\nRuntimeError: NCCL error: unhandled system error\n",
+    ] {
+        let v = &common::report_of(&[("worker.log", log)])["verdict"];
+        assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+        assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.8, "{v:#}");
+        let summary = v["cause"]["summary"].as_str().unwrap();
+        assert!(summary.contains("GID index 3"), "{summary}");
+    }
+}

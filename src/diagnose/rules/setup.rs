@@ -39,6 +39,14 @@ fn qp_cannot_reach(ev: &Event) -> bool {
     errno_is(ev, 110, "timed out") || errno_is(ev, 101, "network is unreachable")
 }
 
+/// The queue pair's own GID is all zeros (`local GID ::`): the index names
+/// an entry with no address.
+fn empty_local_gid(ev: &Event) -> bool {
+    ev.text_field("local_gid")
+        .and_then(|g| g.parse::<std::net::Ipv6Addr>().ok())
+        .is_some_and(|g| g.is_unspecified())
+}
+
 fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut hyps: BTreeMap<CauseKind, Hypothesis> = BTreeMap::new();
     let link_layer = fabric_link_layer(ctx);
@@ -76,6 +84,21 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     CauseKind::Memlock,
                     w,
                     format!("{call} failed: pinned memory could not be registered ({detail})"),
+                );
+            }
+            // The GID index names an empty entry of the port's table (the
+            // kernel's ENODATA for a GID slot not valid; NCCL prints it as
+            // `local GID ::`): no address at that index, on this host.
+            "ibv_modify_qp" if errno_is(ev, 61, "no data available") || empty_local_gid(ev) => {
+                let index = ev
+                    .int("gid_index")
+                    .map_or_else(String::new, |i| format!(" {i}"));
+                add(
+                    CauseKind::GidIndex,
+                    0.8,
+                    format!(
+                        "the GID index{index} in use holds no GID on this port ({detail}): a wrong RoCE GID index"
+                    ),
                 );
             }
             "ibv_modify_qp" if errno_is(ev, 22, "invalid argument") => {
