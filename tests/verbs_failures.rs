@@ -186,3 +186,27 @@ fn a_queue_pair_on_an_empty_gid_slot_is_the_gid_index_nccl_2_28() {
         assert!(summary.contains("GID index 3"), "{summary}");
     }
 }
+
+/// A Thunderbolt RDMA chain's write-up (NCCL 2.28, RoCE over usb4): the
+/// failed `ibv_modify_qp` quoted indented and wrapped over four lines, two
+/// spaces after `local GID`; a DGX Spark ring's with the QP states and GID
+/// index left out. Both read as the queue pair that could not reach its
+/// peer (ENETUNREACH, ETIMEDOUT): on RoCE, a peer on another rail first.
+#[test]
+fn a_wrapped_or_shortened_modify_qp_paste_is_still_read_nccl_2_28() {
+    let chain = "    NET/IB : Using [0]usb4_rdma0:1/RoCE [RO]; OOB eno1:10.2.0.7<0>\n\
+    misc/ibvwrap.cc:309 NCCL WARN Call to ibv_modify_qp failed with 101\n\
+      Network is unreachable, on dev usb4_rdma0:1, curr state INIT, next state RTR,\n\
+      local GID index 2, local GID  fd5a:8000:1:0:7285:c2ff:fedc:3559,\n\
+                         remote GID fd5a:8000:1:0:5a11:22ff:feb7:7543\n";
+    let ring = "NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out,\n  on dev rocep1s0f0:1, local GID ::ffff:192.168.2.1, remote GID ::ffff:192.168.4.1\n";
+    for log in [chain, ring] {
+        let v = &common::report_of(&[("node.log", log)])["verdict"];
+        assert_eq!(v["cause"]["kind"], "cross_rail", "{v:#}");
+        let cited = v["cause"]["evidence"].as_array().unwrap();
+        assert!(
+            cited.iter().any(|e| e["text"].as_str().unwrap().contains("ibv_modify_qp")),
+            "{v:#}"
+        );
+    }
+}
