@@ -323,6 +323,26 @@ fn a_rank_timed_out_in_a_collective_the_others_finished_ran_another_one_torch_2_
     }
 }
 
+/// verl-agent's shape (torch 2.6, two FSDP workers under Ray): rank 1 waits
+/// in ALLREDUCE #2635 (1 element) while rank 0 had gone on to
+/// _REDUCE_SCATTER_BASE #2667, 32 collectives later. Far apart, yet every
+/// rank's own lines name the group by its GUID (`PG GUID 0(default_pg)`):
+/// one group, so rank 0 finished #2635 that rank 1 still waits in — the
+/// ranks ran different collectives. Untagged numbers that far apart stay
+/// other groups' (the test above).
+#[test]
+fn ranks_far_apart_in_one_named_group_ran_different_collectives_torch_2_6() {
+    let log = "\
+(WorkerDict pid=3490362) [rank1]:[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2635, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800024 milliseconds before timing out.
+(WorkerDict pid=3490362) [rank1]:[E1118 20:32:23.957372583 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 2635 PG status: last enqueued work: 2635, last completed work: 2634
+(WorkerDict pid=3490084) [rank0]:[E1118 20:32:23.968558948 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2667, OpType=_REDUCE_SCATTER_BASE, NumelIn=46797824, NumelOut=23398912, Timeout(ms)=1800000) ran for 1800053 milliseconds before timing out.
+(WorkerDict pid=3490084) [rank0]:[E1118 20:32:23.970332207 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 2667 PG status: last enqueued work: 2667, last completed work: 2666
+";
+    let v = &common::report_of(&[("worker.log", log)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}
+
 /// The shape checks that PyTorch's DETAIL mode (torch 1.10+) and
 /// Accelerate's debug mode (0.17+) run before a collective raise on a
 /// mismatch instead of hanging: the exception is the mismatch, not a crash

@@ -205,7 +205,9 @@ fn a_wrapped_or_shortened_modify_qp_paste_is_still_read_nccl_2_28() {
         assert_eq!(v["cause"]["kind"], "cross_rail", "{v:#}");
         let cited = v["cause"]["evidence"].as_array().unwrap();
         assert!(
-            cited.iter().any(|e| e["text"].as_str().unwrap().contains("ibv_modify_qp")),
+            cited
+                .iter()
+                .any(|e| e["text"].as_str().unwrap().contains("ibv_modify_qp")),
             "{v:#}"
         );
     }

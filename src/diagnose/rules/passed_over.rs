@@ -11,7 +11,9 @@
 //!
 //! Point-to-point work is numbered apart from collectives (torch 2.3+), so
 //! only collectives count; a gap of more than a few collectives means the
-//! numbers belong to different groups that a log without group tags merged.
+//! numbers belong to different groups that a log without group tags merged,
+//! unless every rank's own lines name the group by its GUID (torch 2.5+):
+//! then the peers finished that many collectives on the one they waited in.
 
 use std::collections::BTreeSet;
 
@@ -38,9 +40,10 @@ pub fn passed_over(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         .filter_map(|((_, rank), st)| Some((*rank, st.failed_seq?, st)))
         .collect();
     let furthest = timed_out.iter().map(|(_, seq, _)| *seq).max()?;
+    let one_group = timed_out.iter().all(|(_, _, st)| names_its_group(ctx, st));
     let behind: Vec<&(u32, i64, &PgRankState)> = timed_out
         .iter()
-        .filter(|(_, seq, _)| *seq < furthest && furthest - seq <= MAX_GAP)
+        .filter(|(_, seq, _)| *seq < furthest && (one_group || furthest - seq <= MAX_GAP))
         .collect();
     let ahead: Vec<&(u32, i64, &PgRankState)> = timed_out
         .iter()
@@ -86,6 +89,13 @@ pub fn passed_over(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         );
     }
     Some(h)
+}
+
+/// A rank's state rests on a line that names its group by GUID.
+fn names_its_group(ctx: &Ctx<'_>, st: &PgRankState) -> bool {
+    st.evidence
+        .iter()
+        .any(|&i| ctx.job.events[i].text_field("pg_guid").is_some())
 }
 
 /// Point-to-point work is numbered apart from collectives.
