@@ -82,3 +82,20 @@ srun: error: nid001: task 343: Segmentation fault
     let kinds = common::cause_kinds(&v);
     assert!(!kinds.contains(&"unknown"), "{kinds:?}");
 }
+
+/// An EKS write-up's shape (torch 2.6, two pods): the master's store waited
+/// for its clients (`1/2 clients joined`) while the worker's connect to it
+/// timed out. The store was up; the path between them dropped the connects
+/// (here a security group's removed self-reference): a firewall, no longer
+/// a lead only.
+#[test]
+fn a_client_timing_out_on_a_store_that_waited_for_it_is_a_firewall_torch_2_6() {
+    let master = "torch.distributed.DistStoreError: Timed out after 121 seconds waiting for clients. 1/2 clients joined.\n";
+    let worker = "[E419 13:27:42.301344821 socket.cpp:1011] [c10d] The client socket has timed out after 120000ms while trying to connect to (nccl-master, 29500).\n";
+    let v = common::verdict_of(&[("master.log", master), ("worker.log", worker)]);
+    assert_eq!(v["cause"]["kind"], "firewall", "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() >= 0.5, "{v:#}");
+    // The client's timeout alone stays a lead.
+    let v = common::verdict_of(&[("worker.log", worker)]);
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+}

@@ -6,7 +6,9 @@
 //! loopback is wrong only where the job spans hosts (on one host a timeout
 //! there is a port nobody listens on, or a master that never started). A
 //! routable address that times out is a lead only: a port the firewall
-//! drops, or a master that was not up yet.
+//! drops, or a master that was not up yet — unless the store's own server
+//! says it was up, waiting for the clients that never joined: then the
+//! path between them dropped the connects (a firewall, a security group).
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, EventKind};
@@ -22,6 +24,18 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     iface.value("variant", "store");
     let mut fw = Hypothesis::new(CauseKind::Firewall);
     let many_hosts = job.hosts.len() > 1;
+    let server_waited = job
+        .events_where(|k| k == EventKind::StoreConnect)
+        .any(|(_, e)| e.text_field("what") == Some("clients_timeout"));
+    let (fw_w, iface_w, why) = if server_waited {
+        (
+            0.5,
+            0.3,
+            "timed out, while the store's server was up waiting for it: the path between them dropped the connects",
+        )
+    } else {
+        (0.3, 0.25, "its port was dropped, or the store was not up")
+    };
     for (idx, ev) in job.events_where(|k| k == EventKind::StoreConnect) {
         if ev.text_field("what") != Some("timeout") {
             continue;
@@ -54,7 +68,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             }
             None => {
                 let target = job.host_of_addr(peer).unwrap_or(peer).to_string();
-                for (h, w) in [(&mut fw, 0.3), (&mut iface, 0.25)] {
+                for (h, w) in [(&mut fw, fw_w), (&mut iface, iface_w)] {
                     h.host = h.host.take().or_else(|| Some(target.clone()));
                     h.peer_host = h.peer_host.take().or_else(|| reporter.clone());
                     h.values
@@ -65,7 +79,9 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                             Source::Torch,
                             w,
                             Some(idx),
-                            format!("a rank timed out reaching the rendezvous store at {peer}: its port was dropped, or the store was not up"),
+                            format!(
+                                "a rank timed out reaching the rendezvous store at {peer}: {why}"
+                            ),
                         );
                     }
                 }
