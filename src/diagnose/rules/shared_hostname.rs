@@ -9,12 +9,14 @@
 use std::collections::BTreeMap;
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::grammar::nccl_bugs::NcclVersion;
 use crate::model::{CauseKind, EventIdx, EventKind, Job};
 
 use super::Ctx;
+use super::sockets::{listed_interfaces, listing_text};
 
 /// The first NCCL release whose host hash adds the boot id to the name.
-const TOLD_APART_FROM: (u32, u32, u32) = (2, 5, 6);
+const TOLD_APART_FROM: &str = "2.5.6";
 
 pub fn one_name_two_machines(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if release_tells_them_apart(ctx.job) {
@@ -61,17 +63,12 @@ pub fn one_name_two_machines(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 
 /// A known release of 2.5.6 or later: the boot id tells the machines apart.
 fn release_tells_them_apart(job: &Job) -> bool {
+    let from = NcclVersion::parse(TOLD_APART_FROM);
     !job.nccl_versions.is_empty()
         && job
             .nccl_versions
             .iter()
-            .all(|v| release(v).is_some_and(|r| r >= TOLD_APART_FROM))
-}
-
-/// `2.4.8+cuda10.0` → (2, 4, 8).
-fn release(v: &str) -> Option<(u32, u32, u32)> {
-    let mut parts = v.split(['.', '+', '-']).map(|p| p.parse::<u32>().ok());
-    Some((parts.next()??, parts.next()??, parts.next()??))
+            .all(|v| NcclVersion::parse(v).is_some_and(|r| Some(r) >= from))
 }
 
 /// A host whose processes list one interface with two or more addresses:
@@ -83,35 +80,19 @@ fn shared_name(job: &Job) -> Option<(String, String, BTreeMap<String, EventIdx>)
         let Some(host) = ev.who.host.as_deref() else {
             continue;
         };
-        for (iface, addr) in interfaces(ev) {
-            let addrs = seen.entry((host.to_string(), iface)).or_default();
-            addrs.entry(addr).or_insert(idx);
+        let Some(list) = listing_text(ev) else {
+            continue;
+        };
+        for (_, iface, addr) in listed_interfaces(&list) {
+            let addrs = seen
+                .entry((host.to_string(), iface.to_string()))
+                .or_default();
+            addrs.entry(addr.to_string()).or_insert(idx);
         }
     }
     seen.into_iter()
         .find(|(_, addrs)| addrs.len() > 1)
         .map(|((host, iface), addrs)| (host, iface, addrs))
-}
-
-/// The (interface, address) pairs a listing line names.
-fn interfaces(ev: &crate::model::Event) -> Vec<(String, String)> {
-    if ev.kind == EventKind::NcclBootstrapIface {
-        return match (ev.text_field("iface"), ev.text_field("ip")) {
-            (Some(i), Some(a)) => vec![(i.to_string(), a.to_string())],
-            _ => Vec::new(),
-        };
-    }
-    ev.text_field("interfaces")
-        .unwrap_or("")
-        .split_whitespace()
-        .filter_map(|item| {
-            let item =
-                item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
-            let (iface, rest) = item.split_once(':')?;
-            let addr = rest.split('<').next().unwrap_or(rest);
-            Some((iface.to_string(), addr.to_string()))
-        })
-        .collect()
 }
 
 /// A failure of NCCL's transports between GPUs of one machine: a peer's
@@ -120,16 +101,4 @@ fn local_transport_failure(job: &Job) -> Option<EventIdx> {
     job.events_where(|k| matches!(k, EventKind::CudaFailure | EventKind::ShmFailure))
         .find(|(_, e)| e.kind == EventKind::ShmFailure || e.text_field("transport") == Some("p2p"))
         .map(|(idx, _)| idx)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn releases_read_with_their_build_suffix() {
-        assert_eq!(release("2.4.8+cuda10.0"), Some((2, 4, 8)));
-        assert_eq!(release("2.5.6-1"), Some((2, 5, 6)));
-        assert_eq!(release("2.21"), None);
-    }
 }

@@ -384,38 +384,27 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<LocalInterface> {
     let mut hosts_of_addr: BTreeMap<String, BTreeSet<Sym>> = BTreeMap::new();
     let listing = |k| matches!(k, EventKind::NcclNetSocket | EventKind::NcclBootstrapIface);
     for (idx, ev) in ctx.job.events_where(listing) {
-        let list = match ev.kind {
-            EventKind::NcclNetSocket => ev.text_field("interfaces").unwrap_or("").to_string(),
-            EventKind::NcclBootstrapIface => format!(
-                "{}:{}<0>",
-                ev.text_field("iface").unwrap_or(""),
-                ev.text_field("ip").unwrap_or("")
-            ),
-            _ => continue,
+        let Some(list) = listing_text(ev) else {
+            continue;
         };
-        for (pos, item) in list.split_whitespace().enumerate() {
-            let net_dev = socket_index(item).unwrap_or(pos as u32);
-            let item =
-                item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
-            if let Some((iface, rest)) = item.split_once(':') {
-                let addr = rest.split('<').next().unwrap_or(rest);
-                let local = &ctx.kb.local_only;
-                if local.interface(iface) || local.network_of(addr).is_some() {
-                    let carries_channel = ev.kind == EventKind::NcclNetSocket
-                        && socket_channels.carries(&ev.who.host, ev.who.pid, net_dev);
-                    if let Some(host) = &ev.who.host {
-                        let hosts = hosts_of_addr.entry(addr.to_string()).or_default();
-                        hosts.insert(host.clone());
-                    }
-                    out.push(LocalInterface {
-                        idx,
-                        iface: format!("{iface}:{addr}"),
-                        net_dev,
-                        carries_channel,
-                        hosts_sharing: 0,
-                    });
-                }
+        for (net_dev, iface, addr) in listed_interfaces(&list) {
+            let local = &ctx.kb.local_only;
+            if !local.interface(iface) && local.network_of(addr).is_none() {
+                continue;
             }
+            let carries_channel = ev.kind == EventKind::NcclNetSocket
+                && socket_channels.carries(&ev.who.host, ev.who.pid, net_dev);
+            if let Some(host) = &ev.who.host {
+                let hosts = hosts_of_addr.entry(addr.to_string()).or_default();
+                hosts.insert(host.clone());
+            }
+            out.push(LocalInterface {
+                idx,
+                iface: format!("{iface}:{addr}"),
+                net_dev,
+                carries_channel,
+                hosts_sharing: 0,
+            });
         }
     }
     for s in &mut out {
@@ -425,6 +414,34 @@ fn suspicious_interfaces(ctx: &Ctx<'_>) -> Vec<LocalInterface> {
     // Interfaces that carry channels first: they are what failed.
     out.sort_by_key(|s| !s.carries_channel);
     out
+}
+
+/// The interface list a `NET/Socket : Using` or `Bootstrap : Using` line
+/// prints, in the socket listing's form.
+pub(super) fn listing_text(ev: &Event) -> Option<String> {
+    match ev.kind {
+        EventKind::NcclNetSocket => Some(ev.text_field("interfaces").unwrap_or("").to_string()),
+        EventKind::NcclBootstrapIface => Some(format!(
+            "{}:{}<0>",
+            ev.text_field("iface").unwrap_or(""),
+            ev.text_field("ip").unwrap_or("")
+        )),
+        _ => None,
+    }
+}
+
+/// The interfaces of an NCCL listing (`[0]eth0:10.0.0.1<0> [1]veth9:fe80::1%veth9<0>`,
+/// ≤2.6's bare `lo:127.0.0.1<0>`): (index, name, address) each.
+pub(super) fn listed_interfaces(list: &str) -> impl Iterator<Item = (u32, &str, &str)> {
+    list.split_whitespace()
+        .enumerate()
+        .filter_map(|(pos, item)| {
+            let net_dev = socket_index(item).unwrap_or(pos as u32);
+            let item =
+                item.trim_start_matches(|c: char| c == '[' || c.is_ascii_digit() || c == ']');
+            let (iface, rest) = item.split_once(':')?;
+            Some((net_dev, iface, rest.split('<').next().unwrap_or(rest)))
+        })
 }
 
 /// `[1]veth…` → 1.
