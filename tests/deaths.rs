@@ -318,3 +318,19 @@ fn the_spawned_childs_own_exception_decides_whether_it_crashed_first_torch_2() {
     let v = common::verdict_of(&[("spawn.log", &echo)]);
     assert_ne!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
+
+/// A CoordExp logbook's shape (torch 2.6, eight ranks): rank 0's Gloo
+/// all-gather raises `[…/gloo/transport/tcp/pair.cc:547] Connection closed
+/// by peer [192.168.7.7]:57000` — its peer went away, so rank 0 did not die
+/// of its own accord; the peer's leaving is what the verdict must explain.
+#[test]
+fn a_gloo_connection_closed_by_its_peer_is_a_consequence_torch_2_6() {
+    let log = "\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File \"/root/miniconda3/envs/ms/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py\", line 3949, in all_gather
+[rank0]:     work.wait()
+[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [192.168.7.7]:57000
+";
+    let v = &common::report_of(&[("rank0.log", log)])["verdict"];
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+}
