@@ -343,6 +343,41 @@ fn ranks_far_apart_in_one_named_group_ran_different_collectives_torch_2_6() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
 
+/// A CoordExp logbook's shape (torch 2.6, four ranks here): ranks 1–3 time
+/// out in BROADCAST #78 with 79 enqueued; rank 0 stopped at 77, and its
+/// traceback shows it blocked in `all_gather` (a report gather its code
+/// path called, the others' did not). Behind, but waiting in another
+/// collective: a mismatch naming rank 0, not a stall. Without the
+/// traceback it stays the stall it looks like.
+#[test]
+fn a_rank_behind_blocked_in_another_collective_ran_a_different_one_torch_2_6() {
+    let mut log = String::new();
+    for rank in 1..4 {
+        log.push_str(&format!("[rank{rank}]:[E810 03:04:11.061727749 ProcessGroupNCCL.cpp:683] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=78, OpType=BROADCAST, NumelIn=80, NumelOut=80, Timeout(ms)=600000) ran for 600096 milliseconds before timing out.\n"));
+        log.push_str(&format!("[rank{rank}]:[E810 03:04:11.063313477 ProcessGroupNCCL.cpp:2241] [PG ID 0 PG GUID 0(default_pg) Rank {rank}]  failure detected by watchdog at work sequence id: 78 PG status: last enqueued work: 79, last completed work: 77\n"));
+    }
+    let stopped = "[rank0]:[E810 03:04:11.562692551 ProcessGroupNCCL.cpp:1858] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump signal due to a collective timeout from  rank 1 and we will try our best to dump the debug info. Last enqueued NCCL work: 77, last completed NCCL work: 77.\n";
+    let traceback = "\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File \"/src/training/pipeline.py\", line 2961, in _all_gather_cpu_bytes
+[rank0]:     distributed.all_gather(gathered, local, group=group)
+[rank0]:   File \"/usr/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py\", line 3949, in all_gather
+[rank0]:     work.wait()
+[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [192.168.7.7]:57000
+";
+    let v = &common::report_of(&[("train.log", &format!("{log}{stopped}{traceback}"))])["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("ALLGATHER") && summary.contains("BROADCAST"),
+        "{summary}"
+    );
+
+    let v = &common::report_of(&[("train.log", &format!("{log}{stopped}"))])["verdict"];
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+}
+
 /// The shape checks that PyTorch's DETAIL mode (torch 1.10+) and
 /// Accelerate's debug mode (0.17+) run before a collective raise on a
 /// mismatch instead of hanging: the exception is the mismatch, not a crash

@@ -27,6 +27,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     if let Some(hang) = hang {
         out.extend(disagreeing_timeouts(ctx, hang));
         out.extend(super::passed_over::passed_over(ctx, hang));
+        out.extend(super::waiting_elsewhere::waiting_elsewhere(ctx, hang));
         out.extend(collective_after_the_end(ctx, hang));
         out.extend(barrier_while_one_rank_works(ctx, hang));
         out.extend(super::main_process::working_while_others_wait(ctx, hang));

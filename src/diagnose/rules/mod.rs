@@ -40,6 +40,7 @@ mod sockets;
 mod stacks;
 mod store;
 mod topology_file;
+mod waiting_elsewhere;
 
 use crate::grammar::knowledge::Knowledge;
 use crate::model::Job;

@@ -1,0 +1,99 @@
+//! A rank behind in the hung group whose own traceback shows it blocked in
+//! a torch.distributed collective, another one than the others wait in: it
+//! did not stall in compute or data loading, it waited in a collective that
+//! they never called (a rank-0-only gather of reports, a barrier on one code
+//! path, a broadcast on another). The ranks ran different collectives.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnose::hang::Hang;
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{CauseKind, EventIdx, EventKind};
+
+use super::Ctx;
+use super::application::on_the_ranks;
+
+/// Lines cited.
+const CITED: usize = 3;
+
+pub fn waiting_elsewhere(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
+    let hung = family(hang.op.as_deref()?)?;
+    let behind: Vec<u32> = hang.laggards.keys().chain(&hang.silent).copied().collect();
+    // Each rank behind: the innermost collective its traceback went through.
+    let mut elsewhere: BTreeMap<u32, (EventIdx, String)> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::C10dCall) {
+        let Some(rank) = ev.who.rank.filter(|r| behind.contains(r)) else {
+            continue;
+        };
+        let Some(op) = ev
+            .text_field("function")
+            .and_then(|f| ctx.kb.torch_api_op(f))
+        else {
+            continue;
+        };
+        elsewhere.insert(rank, (idx, op.to_string()));
+    }
+    elsewhere.retain(|_, (_, op)| {
+        family(op).is_some_and(|f| f != hung) && !ctx.kb.point_to_point_op(op)
+    });
+    if elsewhere.is_empty() {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    let hung_op = hang.op.as_deref().unwrap_or("a collective");
+    let seq = hang.seq.map_or(String::new(), |s| format!(" #{s}"));
+    if let Some(s) = hang.seq {
+        h.value("seq", s.to_string());
+    }
+    let (first, (_, first_op)) = elsewhere.iter().next()?;
+    h.value(
+        "detail",
+        format!("rank {first} waited in {first_op} while the others waited in {hung_op}{seq}"),
+    );
+    for (rank, (idx, op)) in elsewhere.iter().take(CITED) {
+        h.support(
+            Source::Torch,
+            0.7,
+            Some(*idx),
+            format!("rank {rank}'s traceback shows it blocked in {op}, another collective than the {hung_op}{seq} the others waited in"),
+        );
+    }
+    for &idx in hang.evidence.iter().take(1) {
+        h.support(
+            Source::Pattern,
+            0.3,
+            Some(idx),
+            format!("the other ranks timed out in {hung_op}{seq}"),
+        );
+    }
+    let ranks: BTreeSet<u32> = elsewhere.keys().copied().collect();
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.ranks = ranks;
+    Some(h)
+}
+
+/// What a collective is on the wire: `_ALLGATHER_BASE` and `ALLGATHER`
+/// gather alike, a barrier is an all-reduce, and coalesced work is any of
+/// them (no family).
+fn family(op: &str) -> Option<&str> {
+    let op = op.trim_start_matches('_');
+    let op = op.strip_suffix("_BASE").unwrap_or(op);
+    match op {
+        "COALESCED" | "UNKNOWN" => None,
+        "BARRIER" => Some("ALLREDUCE"),
+        _ => Some(op),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_barrier_is_an_all_reduce_and_coalesced_work_any_op() {
+        assert_eq!(family("BARRIER"), family("ALLREDUCE"));
+        assert_eq!(family("_ALLGATHER_BASE"), family("ALLGATHER"));
+        assert_ne!(family("BROADCAST"), family("ALLGATHER"));
+        assert_eq!(family("COALESCED"), None);
+    }
+}
