@@ -103,6 +103,10 @@ struct TorchApiSpec {
     same_size_ops: Vec<String>,
     #[serde(default)]
     point_to_point_ops: Vec<String>,
+    #[serde(default)]
+    same_on_the_wire: BTreeMap<String, String>,
+    #[serde(default)]
+    any_op: Vec<String>,
 }
 
 /// How the members of a communicator must agree on a call, by NCCL op
@@ -316,6 +320,10 @@ pub struct Knowledge {
     same_size_ops: Vec<String>,
     /// OpTypes that pair with another op on the peer (a send with a recv).
     point_to_point_ops: Vec<String>,
+    /// OpType → the one NCCL runs for it (`BARRIER` → `ALLREDUCE`).
+    same_on_the_wire: BTreeMap<String, String>,
+    /// OpTypes that stand for any collective (coalesced work).
+    any_op: Vec<String>,
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
     no_kernel_for_gpu: Vec<String>,
@@ -419,6 +427,8 @@ impl Knowledge {
             torch_api_ops: raw.torch_api.ops,
             same_size_ops: raw.torch_api.same_size_ops,
             point_to_point_ops: raw.torch_api.point_to_point_ops,
+            same_on_the_wire: raw.torch_api.same_on_the_wire,
+            any_op: raw.torch_api.any_op,
             signal_hints: raw.signal_hints,
             no_kernel_for_gpu: raw
                 .no_kernel_for_gpu
@@ -510,6 +520,15 @@ impl Knowledge {
     /// Whether the OpType pairs with another op on the peer (send, recv).
     pub fn point_to_point_op(&self, op: &str) -> bool {
         self.point_to_point_ops.iter().any(|o| o == op)
+    }
+
+    /// The collective NCCL runs for an OpType, to compare two ranks' ops;
+    /// `None` for work that may be any op.
+    pub fn op_on_the_wire<'a>(&'a self, op: &'a str) -> Option<&'a str> {
+        if self.any_op.iter().any(|o| o == op) {
+            return None;
+        }
+        Some(self.same_on_the_wire.get(op).map_or(op, String::as_str))
     }
 
     pub fn same_size_op(&self, op: &str) -> bool {
@@ -633,6 +652,15 @@ mod tests {
         }
         assert_eq!(k.wc_status(12).unwrap().name, "IBV_WC_RETRY_EXC_ERR");
         assert_eq!(k.nccl_result(6).unwrap().name, "ncclRemoteError");
+    }
+
+    #[test]
+    fn ops_compare_as_nccl_runs_them() {
+        let k = Knowledge::builtin().unwrap();
+        assert_eq!(k.op_on_the_wire("BARRIER"), k.op_on_the_wire("ALLREDUCE"));
+        assert_eq!(k.op_on_the_wire("_ALLGATHER_BASE"), Some("ALLGATHER"));
+        assert_ne!(k.op_on_the_wire("BROADCAST"), k.op_on_the_wire("ALLGATHER"));
+        assert_eq!(k.op_on_the_wire("COALESCED"), None);
     }
 
     #[test]

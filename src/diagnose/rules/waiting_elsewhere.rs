@@ -17,9 +17,10 @@ use super::application::on_the_ranks;
 const CITED: usize = 3;
 
 pub fn waiting_elsewhere(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
-    let hung = family(hang.op.as_deref()?)?;
+    let hung = ctx.kb.op_on_the_wire(hang.op.as_deref()?)?;
     let behind: Vec<u32> = hang.laggards.keys().chain(&hang.silent).copied().collect();
-    // Each rank behind: the innermost collective its traceback went through.
+    // Each rank behind: the innermost collective of its last traceback
+    // (frames run outermost first, so the last one read wins).
     let mut elsewhere: BTreeMap<u32, (EventIdx, String)> = BTreeMap::new();
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::C10dCall) {
         let Some(rank) = ev.who.rank.filter(|r| behind.contains(r)) else {
@@ -34,7 +35,7 @@ pub fn waiting_elsewhere(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
         elsewhere.insert(rank, (idx, op.to_string()));
     }
     elsewhere.retain(|_, (_, op)| {
-        family(op).is_some_and(|f| f != hung) && !ctx.kb.point_to_point_op(op)
+        ctx.kb.op_on_the_wire(op).is_some_and(|f| f != hung) && !ctx.kb.point_to_point_op(op)
     });
     if elsewhere.is_empty() {
         return None;
@@ -70,30 +71,4 @@ pub fn waiting_elsewhere(ctx: &Ctx<'_>, hang: &Hang) -> Option<Hypothesis> {
     on_the_ranks(ctx.job, &mut h, &ranks);
     h.ranks = ranks;
     Some(h)
-}
-
-/// What a collective is on the wire: `_ALLGATHER_BASE` and `ALLGATHER`
-/// gather alike, a barrier is an all-reduce, and coalesced work is any of
-/// them (no family).
-fn family(op: &str) -> Option<&str> {
-    let op = op.trim_start_matches('_');
-    let op = op.strip_suffix("_BASE").unwrap_or(op);
-    match op {
-        "COALESCED" | "UNKNOWN" => None,
-        "BARRIER" => Some("ALLREDUCE"),
-        _ => Some(op),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_barrier_is_an_all_reduce_and_coalesced_work_any_op() {
-        assert_eq!(family("BARRIER"), family("ALLREDUCE"));
-        assert_eq!(family("_ALLGATHER_BASE"), family("ALLGATHER"));
-        assert_ne!(family("BROADCAST"), family("ALLGATHER"));
-        assert_eq!(family("COALESCED"), None);
-    }
 }
