@@ -334,3 +334,32 @@ fn a_gloo_connection_closed_by_its_peer_is_a_consequence_torch_2_6() {
     let v = &common::report_of(&[("rank0.log", log)])["verdict"];
     assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
 }
+
+/// nccl-tests under mpirun (nccl#241's shape): the run printed its table's
+/// header, then mpirun names the first process that failed, with exit code 3
+/// — nccl-tests' `testNcclError`, the status it returns when a NCCL call
+/// failed. That process reported a failure; it did not crash of its own, so
+/// it is no crash culprit. The same block with a segfault's code stays one.
+#[test]
+fn an_nccl_tests_process_exiting_with_its_nccl_error_status_is_no_crash_nccl_tests_2_x() {
+    let mut log = String::from(
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n#\n# Using devices\n",
+    );
+    for rank in 0..10u32 {
+        log.push_str(&format!("#   Rank {rank:2} Pid  4474{rank} on node05-ccncluster device {rank:2} [0x{:02x}] GeForce GTX 1080 Ti\n", 0x04 + rank));
+    }
+    log.push_str("#\n#                                                     out-of-place                       in-place\n#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
+    log.push_str("--------------------------------------------------------------------------\nmpirun detected that one or more processes exited with non-zero status, thus causing\nthe job to be terminated. The first process to do so was:\n\n");
+    let with_code = |code: u32| {
+        format!(
+            "{log}  Process name: [[11192,1],8]\n  Exit code:    {code}\n--------------------------------------------------------------------------\n"
+        )
+    };
+    let doc = common::report_of(&[("mpirun.out", &with_code(3))]);
+    let v = &doc["verdict"];
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+    let doc = common::report_of(&[("mpirun.out", &with_code(139))]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([8]), "{v:#}");
+}

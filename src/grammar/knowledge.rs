@@ -50,6 +50,15 @@ struct KnowledgeFile {
     efa: EfaSpec,
     #[serde(default)]
     fr_trace: FrTraceSpec,
+    #[serde(default)]
+    nccl_tests: NcclTestsSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NcclTestsSpec {
+    #[serde(default)]
+    failure_exit_codes: Vec<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -333,6 +342,8 @@ pub struct Knowledge {
     efa_peer_gone: Vec<String>,
     /// fr_trace error types that mean the culprit ran another collective.
     fr_mismatch_types: Vec<String>,
+    /// Exit statuses with which nccl-tests reports a failed CUDA or NCCL call.
+    test_failure_exit_codes: Vec<i64>,
     /// Socket interfaces and networks that stay on their host.
     pub local_only: LocalOnly,
     /// What members of a communicator agree on, per NCCL op.
@@ -442,6 +453,7 @@ impl Knowledge {
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
             fr_mismatch_types: raw.fr_trace.mismatch_types,
+            test_failure_exit_codes: raw.nccl_tests.failure_exit_codes,
             efa_peer_gone: raw
                 .efa
                 .peer_gone
@@ -489,6 +501,12 @@ impl Knowledge {
     }
 
     /// What dying of `signal` (`SIGBUS`) most often means, where known.
+    /// Whether an nccl-tests process exiting with `code` reported a failed
+    /// CUDA or NCCL call (rather than dying of its own).
+    pub fn is_test_failure_exit(&self, code: i64) -> bool {
+        self.test_failure_exit_codes.contains(&code)
+    }
+
     pub fn signal_hint(&self, signal: &str) -> Option<&str> {
         self.signal_hints.get(signal).map(String::as_str)
     }

@@ -27,6 +27,7 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
         .events
         .iter()
         .any(|e| matches!(e.kind, EventKind::MainProcessWait | EventKind::UniqueIdWait));
+    let runs_nccl_tests = super::peer_path::nccl_tests_run(ctx.job).is_some();
     for d in &ctx.job.deaths {
         let Some(rank) = d.rank else { continue };
         // An exit status alone or an abort, on a rank whose watchdog already
@@ -35,7 +36,10 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
         let watchdog_abort =
             d.kind != DeathKind::Exception && matches!(d.signal.as_deref(), None | Some("SIGABRT"));
         let gave_up_waiting = own_nccl_trouble.contains(&rank) || (waited_for_main && rank != 0);
-        if d.consequence || (watchdog_abort && gave_up_waiting) {
+        if d.consequence
+            || (watchdog_abort && gave_up_waiting)
+            || (runs_nccl_tests && reported_test_failure(ctx, d))
+        {
             continue;
         }
         by_rank.entry(rank).or_default().push(d);
@@ -48,6 +52,15 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
         by_rank,
         first_time,
     }
+}
+
+/// An nccl-tests process that exited with the status it returns for a
+/// failed CUDA or NCCL call: the failure's report, whatever that failure
+/// was, not a crash of its own.
+fn reported_test_failure(ctx: &Ctx<'_>, d: &Death) -> bool {
+    d.kind == DeathKind::ExitCode
+        && d.signal.is_none()
+        && d.exitcode.is_some_and(|c| ctx.kb.is_test_failure_exit(c))
 }
 
 /// When a death happened on the job's clock: its own stamp (moved by its
