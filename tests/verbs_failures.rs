@@ -148,6 +148,29 @@ fn ucx_verbs_failure_without_its_prefix_is_still_read_ucx_1_14() {
     assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
 }
 
+/// UCX's own completion error (nccl#394's paste, UCX 1.12 `ib_mlx5_log.c`):
+/// the retries ran out on `mlx5_0:1/IB` and no peer is named. The place is
+/// the reporter's own NIC and the port the line names.
+#[test]
+fn ucx_retry_exceeded_names_the_nic_and_port_it_printed_ucx_1_12() {
+    let log = "[1700000000.100000] [gpu5:1234:0]  ib_mlx5_log.c:143  UCX  ERROR Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n";
+    let v = common::verdict_of(&[("rank0.log", log)]);
+    assert_eq!(v["cause"]["kind"], "packet_loss", "{v:#}");
+    assert_eq!(
+        (
+            &v["cause"]["host"],
+            &v["cause"]["device"],
+            &v["cause"]["port"]
+        ),
+        (
+            &serde_json::json!("gpu5"),
+            &serde_json::json!("mlx5_0"),
+            &serde_json::json!(1)
+        ),
+        "{v:#}"
+    );
+}
+
 /// The same failure as people paste it. A GKE report's NCCL 2.27 WARN
 /// wrapped over four lines, spaces widened to line values up, no port
 /// after the peer; a DGX Spark logbook's 2.28 line with the named status

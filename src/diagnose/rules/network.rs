@@ -139,6 +139,7 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             if hosts.len() < 2 {
                 h.host = first.host.clone();
                 h.device = ev.text_field("hca").map(str::to_string);
+                h.port = ev.int("port").and_then(|p| u32::try_from(p).ok());
             }
             h.ranks.extend(first.rank);
             for r in reports.iter().take(8) {
