@@ -101,3 +101,43 @@ fn a_rank_that_did_not_answer_is_a_lead_and_a_corrupt_one_is_dropped_nccl_2_27()
     let ranks = crash["ranks"].as_array().cloned().unwrap_or_default();
     assert!(!ranks.iter().any(|r| r == 1057455228u64), "{crash:#}");
 }
+
+/// The report's DEAD section (NCCL 2.30.7's client_support.cc, the shape of
+/// NCCL's RAS documentation after a rank exited): no communicator data, one
+/// job process "considered dead", named by pid and node only. The job's own
+/// init lines give that pid on that node rank 7: its process went first,
+/// and the job failed. A report without the section blames nobody.
+#[test]
+fn a_process_the_ras_network_declared_dead_is_the_crash_nccl_2_30() {
+    let mut init = String::new();
+    for (rank, host, pid) in [(3u32, "node0", 3748800u32), (7, "node1", 3748990)] {
+        init.push_str(&format!("{host}:{pid}:{pid} [3] NCCL INFO comm 0x55d0 rank {rank} nRanks 8 nNodes 2 localRanks 4 localRank 3 MNNVL 0\n"));
+    }
+    let report = "\
+Communicators... (0.002s)
+=============
+
+No communicator data collected!
+
+Errors
+======
+
+DEAD
+  1 job process is considered dead (unreachable via the RAS network)
+  Process 3748990 on node node1 managing GPU 3
+
+Warnings
+========
+";
+    let v = verdict_of(&[("nccl.log", &init), ("ncclras.txt", report)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([7]), "{v:#}");
+    assert_eq!(v["cause"]["host"], "node1", "{v:#}");
+    assert_ne!(v["status"], "healthy", "{v:#}");
+    let without = report.replace("DEAD\n", "").replace(
+        "  1 job process is considered dead (unreachable via the RAS network)\n  Process 3748990 on node node1 managing GPU 3\n",
+        "",
+    );
+    let v = verdict_of(&[("nccl.log", &init), ("ncclras.txt", &without)]);
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+}

@@ -375,6 +375,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
         || super::rules::dumps_wait_in_a_collective(ctx)
         || super::rules::ras_shows_a_hang(ctx)
+        || super::rules::ras_shows_lost_processes(ctx)
         || job.events.iter().any(|e| {
             // srun reports every task it stopped for a cancel as Terminated.
             if cancelled

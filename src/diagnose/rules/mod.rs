@@ -111,5 +111,5 @@ pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
 pub use peer_path::nccl_tests_run;
 pub use process::culprit_deaths;
-pub use ras_report::{ras_collective, ras_shows_a_hang};
+pub use ras_report::{ras_collective, ras_shows_a_hang, ras_shows_lost_processes};
 pub use stacks::{dumped_collective, dumps_wait_in_a_collective};

@@ -8,6 +8,7 @@
 //! a lead that their process went first.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::short_host;
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 use super::Ctx;
@@ -17,6 +18,9 @@ const BLOCK_GAP: u64 = 8;
 /// A rank that did not answer RAS: a lead only (RAS itself may be what
 /// failed, nccl#1762), which a death or a silence of the same rank joins.
 const MISSING: f64 = 0.3;
+/// A process RAS declared dead: its peers lost every connection to it, so
+/// it (or its node) went away; what killed it the logs may still tell.
+const DEAD: f64 = 0.45;
 /// Ranks above this are a corrupted report (nccl#1762), not ranks.
 const MAX_RANK: u32 = 1 << 20;
 
@@ -31,6 +35,10 @@ struct Section {
     groups: Vec<Group>,
     /// Ranks listed as missing (an INCOMPLETE block).
     missing: Option<Vec<(u32, EventIdx)>>,
+    /// The DEAD section: job processes the RAS network lost.
+    dead: bool,
+    /// Processes the section lists (dead or missing): pid, node, line.
+    processes: Vec<(i64, String, EventIdx)>,
 }
 
 #[derive(Default)]
@@ -54,6 +62,14 @@ pub(super) fn ras_report(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// the job was stuck in a collective when it was taken.
 pub fn ras_shows_a_hang(ctx: &Ctx<'_>) -> bool {
     sections(ctx).iter().any(|s| s.groups.len() > 1)
+}
+
+/// The report names processes that died or ranks that did not answer: the
+/// job failed, whether or not it hung.
+pub fn ras_shows_lost_processes(ctx: &Ctx<'_>) -> bool {
+    sections(ctx).iter().any(|s| {
+        (s.dead && !s.processes.is_empty()) || s.missing.as_ref().is_some_and(|m| !m.is_empty())
+    })
 }
 
 /// The op whose launch counts differ (2.26+ names it), and its section line.
@@ -129,18 +145,82 @@ fn not_answering(ctx: &Ctx<'_>, sections: &[Section]) -> Option<Hypothesis> {
             }
         }
     }
-    if h.ranks.is_empty() {
+    let dead = add_dead_processes(ctx, sections, &mut h);
+    if h.ranks.is_empty() && !dead {
         return None;
     }
+    let reason = if dead {
+        "NCCL's RAS declared it dead: unreachable via the RAS network"
+    } else {
+        "it did not answer NCCL's RAS: dead or unreachable"
+    };
+    h.value("reason", reason);
     let list: Vec<String> = h.ranks.iter().map(u32::to_string).collect();
-    let s = if h.ranks.len() > 1 { "s" } else { "" };
-    h.value("who", format!("The process of rank{s} {}", list.join(", ")));
-    h.value(
-        "reason",
-        "it did not answer NCCL's RAS: dead or unreachable",
-    );
+    let who = match list.len() {
+        0 => "A job process".to_string(),
+        1 => format!("The process of rank {}", list[0]),
+        _ => format!("The processes of ranks {}", list.join(", ")),
+    };
+    h.value("who", who);
     place(ctx, &mut h);
     Some(h)
+}
+
+/// The processes of the report's DEAD section, by the rank the report or
+/// the job's own lines give their pid on that node. One whose rank no line
+/// gives still places the failure on its node.
+fn add_dead_processes(ctx: &Ctx<'_>, sections: &[Section], h: &mut Hypothesis) -> bool {
+    let mut any = false;
+    for s in sections.iter().filter(|s| s.dead) {
+        for (pid, node, idx) in &s.processes {
+            any = true;
+            let rank = rank_of_process(ctx, *pid, node);
+            let who = rank.map_or(format!("process {pid} on {node}"), |r| {
+                format!("rank {r}'s process")
+            });
+            h.support(
+                Source::Nccl,
+                DEAD,
+                Some(*idx),
+                format!("NCCL's RAS declared {who} dead: its peers lost every connection to it"),
+            );
+            match rank {
+                Some(r) => {
+                    h.ranks.insert(r);
+                }
+                None if h.host.is_none() => {
+                    h.host = Some(ctx.job.host_of_addr(node).unwrap_or(node).to_string());
+                }
+                None => {}
+            }
+        }
+    }
+    any
+}
+
+/// The rank of a process a report names by pid and node: from the report's
+/// own rank lines, else from the job's ranks.
+fn rank_of_process(ctx: &Ctx<'_>, pid: i64, node: &str) -> Option<u32> {
+    let from_report = ctx
+        .job
+        .events_where(|k| k == EventKind::RasReport)
+        .find(|(_, e)| {
+            e.text_field("what") == Some("rank")
+                && e.int("pid") == Some(pid)
+                && e.text_field("node") == Some(node)
+        })
+        .and_then(|(_, e)| u32::try_from(e.int("rank")?).ok());
+    from_report.or_else(|| {
+        let host = ctx.job.host_of_addr(node).unwrap_or(node);
+        ctx.job
+            .ranks
+            .values()
+            .find(|r| {
+                r.pid.map(i64::from) == Some(pid)
+                    && r.host.as_deref().map(short_host) == Some(short_host(host))
+            })
+            .map(|r| r.rank)
+    })
 }
 
 /// One rank named: its host, from the job's ranks or the report's node.
@@ -177,6 +257,19 @@ fn sections(ctx: &Ctx<'_>) -> Vec<Section> {
                 missing: ev.int("missing").map(|_| Vec::new()),
                 ..Section::default()
             }),
+            Some("dead") => out.push(Section {
+                idx,
+                dead: true,
+                ..Section::default()
+            }),
+            Some("process") if near => {
+                let (Some(s), Some(pid), Some(node)) =
+                    (out.last_mut(), ev.int("pid"), ev.text_field("node"))
+                else {
+                    continue;
+                };
+                s.processes.push((pid, node.to_string(), idx));
+            }
             Some("count") if near => {
                 if let Some(s) = out.last_mut().filter(|s| s.missing.is_none()) {
                     s.groups.push(Group {
