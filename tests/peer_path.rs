@@ -167,3 +167,31 @@ fn half_the_ranks_without_a_line_is_no_p2p_hang_torch_2_3() {
     let v = common::verdict_of_owned(&[("slurm.out".to_string(), log)]);
     assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
+
+/// rccl#1129's shape (two MI100 in one box, RCCL 2.18.3, rccl-tests): RCCL
+/// warns at init that the kernel runs without `iommu=pt`, then the table
+/// header and nothing. The warning is RCCL's advice, printed on healthy
+/// hosts too: it is no failure of its own (the stopped run still reads as a
+/// hang), and it backs the GPUs' peer path as a second sign. Alone, with the
+/// run finished, it blames nobody.
+#[test]
+fn rccls_missing_iommu_pt_warning_backs_a_hang_between_the_gpus_rccl_2_18() {
+    let warn = "deep-visionscaper3:38629:38629 [0] /long_pathname_so_that_rpms_can_package_the_debug_info/src/extlibs/rccl/build/hipify/src/init.cc:132 NCCL WARN Missing \"iommu=pt\" from kernel command line which can lead to system instablity or hang!\n";
+    let run = test_preamble(["deep-visionscaper3", "deep-visionscaper3"]);
+    let plain = common::verdict_of(&[("all_reduce.log", &run)]);
+    let warned =
+        common::verdict_of_owned(&[("all_reduce.log".to_string(), format!("{warn}{run}"))]);
+    assert_eq!(warned["cause"]["kind"], "gpu_fault", "{warned:#}");
+    assert_eq!(warned["status"], "hang", "{warned:#}");
+    let (a, b) = (
+        plain["cause"]["confidence"].as_f64().unwrap(),
+        warned["cause"]["confidence"].as_f64().unwrap(),
+    );
+    assert!(b > a, "{a} → {b}");
+    let finished = common::verdict_of_owned(&[(
+        "all_reduce.log".to_string(),
+        format!("{warn}{run}{ROWS}{FOOTER}"),
+    )]);
+    assert_ne!(finished["cause"]["kind"], "gpu_fault", "{finished:#}");
+    assert_ne!(finished["status"], "hang", "{finished:#}");
+}

@@ -265,6 +265,10 @@ event_kinds! {
     /// `lspci -vvv`'s `ACSCtl:` line of a PCIe bridge: whether Access
     /// Control Services redirect peer-to-peer traffic (`src_valid` `+`).
     PciAcs => "pci_acs",
+    /// A host whose IOMMU translates device DMA rather than passing it
+    /// through, as a library warned (RCCL's `Missing "iommu=pt" from kernel
+    /// command line`): peer-to-peer DMA between its GPUs goes through it.
+    IommuTranslating => "iommu_translating",
     /// How big a host's /dev/shm is, as a tool reported it (`df`, Ray's
     /// start-up warning): `bytes`.
     ShmSize => "shm_size",

@@ -92,8 +92,20 @@ pub fn stuck_between_gpus(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothes
         details.push(test_stopped(run, &mut h));
     }
     let acs = acs_on(ctx.job);
+    let translating = iommu_translating(ctx.job);
     if details.is_empty() && acs.is_empty() {
         return None;
+    }
+    // A library's warning of a translating IOMMU: printed on healthy hosts
+    // too, so it backs a hang between the GPUs and never makes one.
+    if let (false, Some(first)) = (details.is_empty(), translating) {
+        details.push("the IOMMU is not in pass-through mode (no `iommu=pt`)".to_string());
+        h.support(
+            Source::Nccl,
+            0.3,
+            Some(first),
+            "the kernel runs without `iommu=pt`: the IOMMU translates the peer-to-peer DMA between the GPUs, which hangs multi-GPU work",
+        );
     }
     if let Some(&first) = acs.first() {
         details.push(format!(
@@ -219,6 +231,12 @@ fn p2p_disabled(job: &Job) -> bool {
 }
 
 /// `ACSCtl:` lines with source validation or request redirection on.
+fn iommu_translating(job: &Job) -> Option<EventIdx> {
+    job.events_where(|k| k == EventKind::IommuTranslating)
+        .find(|(_, e)| e.text_field("option") == Some("iommu=pt"))
+        .map(|(idx, _)| idx)
+}
+
 fn acs_on(job: &Job) -> Vec<EventIdx> {
     job.events_where(|k| k == EventKind::PciAcs)
         .filter(|(_, e)| {
