@@ -127,6 +127,23 @@ fn nccls_kernels_without_code_for_the_gpu_are_the_build_nccl_2_7() {
     assert!(remedy.contains("compute_cap"), "{remedy}");
 }
 
+/// ROCm/rccl#876's shape (two RX 7900 XTX beside a Ryzen's integrated
+/// gfx1036, RCCL 2.18 from the ROCm packages): RCCL's own launch fails with
+/// HIP's `invalid kernel file` (hipErrorInvalidKernelFile) on both ranks —
+/// the same story on AMD: no code object for a device the build enumerates.
+#[test]
+fn rccls_invalid_kernel_file_is_a_build_without_code_for_the_gpu_rccl_2_18() {
+    let mut log = String::new();
+    for (tid, dev) in [(776696, 0), (776697, 1)] {
+        log.push_str(&format!("catalyst-convoy:776691:{tid} [{dev}] /long_pathname_so_that_rpms_can_package_the_debug_info/src/extlibs/rccl/build/hipify/src/enqueue.cc:66 NCCL WARN Cuda failure 'invalid kernel file'\n"));
+    }
+    log.push_str("catalyst-convoy: Test NCCL failure common.cu:1006 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '\n");
+    let v = common::verdict_of_owned(&[("rccl-tests.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("rocminfo"), "{remedy}");
+}
+
 /// The program's own kernels failing so is the framework's build: no claim
 /// about NCCL's.
 #[test]
