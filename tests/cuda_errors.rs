@@ -319,3 +319,18 @@ fn a_stale_nvlink_fabric_state_in_the_kernel_log_is_the_nvswitch_fabric_driver_5
         "{v:#}"
     );
 }
+
+/// A Megatron-LM logbook's shape (GB200 NVL72, torch 2.x): the training
+/// log holds only the CUDA error's text on a line of its own, after the
+/// trainer's step marker — no exception type, no watchdog line. The text is
+/// the hardware's (an uncorrectable NVLink error): a GPU fault, not unknown.
+/// The same line with a program's own fault names no hardware.
+#[test]
+fn a_cuda_errors_text_on_a_line_of_its_own_is_read_torch_2_x() {
+    let log = "[before the start of training step]\nCUDA error: uncorrectable NVLink error detected during the execution\n";
+    let v = common::verdict_of(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let log = "[before the start of training step]\nCUDA error: an illegal memory access was encountered\n";
+    let v = common::verdict_of(&[("train.log", log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}
