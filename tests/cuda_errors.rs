@@ -334,3 +334,16 @@ fn a_cuda_errors_text_on_a_line_of_its_own_is_read_torch_2_x() {
     let v = common::verdict_of(&[("train.log", log)]);
     assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
+
+/// A cluster's troubleshooting page (SciNet Trillium): the first BROADCAST
+/// of a job timed out on a node whose NVML said, over and over, that its GPU
+/// `requires reset` (wrapped after `Failed to get usage(16):`). The driver
+/// holds that GPU in an error state: a GPU fault, named as NVML's.
+#[test]
+fn nvmls_gpu_requires_reset_is_a_gpu_fault_nvml() {
+    let log = "NVML: Failed to get usage(16):\n  GPU requires reset\n[rank0]:[E1201 10:30:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n";
+    let v = common::verdict_of(&[("trig0016.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("NVML: GPU requires reset"), "{summary}");
+}

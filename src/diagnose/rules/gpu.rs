@@ -30,7 +30,12 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 .or_else(|| ev.who.host.as_deref().map(str::to_string));
             h.gpu_bus_id = info.and_then(|i| i.gpu_bus_id.clone());
             h.ranks.extend(rank);
-            h.value("detail", format!("CUDA error: {error}"));
+            let said_by = if ev.pattern.starts_with("nvml.") {
+                "NVML"
+            } else {
+                "CUDA error"
+            };
+            h.value("detail", format!("{said_by}: {error}"));
             h
         });
         if h.support.len() < 6 {
