@@ -145,6 +145,35 @@ fn nccls_failed_gpu_allocation_is_that_ranks_crash_out_of_memory_nccl_2_21() {
     assert!(summary.contains("GPU memory"), "{summary}");
 }
 
+/// Open-Sora-Plan#386's shape (one host, four GPUs, NCCL 2.18's SHM
+/// transport): no init line ties a pid to its rank, but each process's
+/// channel lines print its own rank first on the send side (`0[1020] -> 2`)
+/// and second on a `[receive]` line. The process whose allocation failed is
+/// named by its rank; a process whose lines name two ranks is not placed.
+#[test]
+fn channel_lines_tie_a_process_to_its_rank_when_no_init_line_does_nccl_2_18() {
+    let mut log = String::new();
+    for (rank, pid) in [(0u32, 3018451u32), (1, 3018452), (2, 3018453), (3, 3018454)] {
+        let next = (rank + 1) % 4;
+        let prev = (rank + 3) % 4;
+        log.push_str(&format!("box:{pid}:{} [{rank}] NCCL INFO Channel 00/0 : {rank}[{rank}] -> {next}[{next}] via SHM/direct/direct\n", pid + 10));
+        log.push_str(&format!("box:{pid}:{} [{rank}] NCCL INFO Channel 01/0 : {prev}[{prev}] -> {rank}[{rank}] [receive] via NET/Socket/0\n", pid + 10));
+    }
+    log.push_str(
+        "box:3018453:3018453 [2] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n",
+    );
+    let v = common::verdict_of_owned(&[("train.log".to_string(), log.clone())]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
+    // The failing process's lines name two ranks: no rank for it.
+    let ambiguous = log.replace(
+        "box:3018453:3018463 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3]",
+        "box:3018453:3018463 [2] NCCL INFO Channel 00/0 : 1[2] -> 3[3]",
+    );
+    let v = common::verdict_of_owned(&[("train.log".to_string(), ambiguous)]);
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}
+
 /// The CUDA error in a traceback's last line, in the wordings of older and
 /// newer torch: THC's `cuda runtime error (39) : … at` (torch ≤1.4,
 /// semantic-segmentation#33) and the device count's `Error 802: system not

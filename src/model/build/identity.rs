@@ -196,7 +196,58 @@ fn pid_ranks(job: &Job, inits: &InitLines) -> BTreeMap<HostPid, u32> {
     for (key, rank) in tree_ranks(job, inits) {
         map.entry(key).or_insert(rank);
     }
+    for (key, rank) in channel_ranks(job, inits, &map) {
+        map.entry(key).or_insert(rank);
+    }
     map
+}
+
+/// (host, pid) → rank from NCCL's channel lines, for processes no other
+/// line placed: a process prints its own rank first on its send side (and
+/// on 2.5–2.11's untagged P2P / SHM lines, which send setup prints) and
+/// second on a `[receive]` line (transport/net.cc, p2p.cc, shm.cc of every
+/// release). The rank whose init never completed (nccl#1235: a proxy's CUDA
+/// allocation failing) may leave nothing else. As for trees, a process
+/// whose lines name several ranks of world-sized communicators gives none.
+fn channel_ranks(
+    job: &Job,
+    inits: &InitLines,
+    known: &BTreeMap<HostPid, u32>,
+) -> BTreeMap<HostPid, u32> {
+    let mut seen: BTreeMap<HostPid, BTreeSet<u32>> = BTreeMap::new();
+    // A process's lines come together: decide once per run of them.
+    let mut last: Option<(&Sym, u32, bool)> = None;
+    for (idx, ev) in job.events.iter().enumerate() {
+        if ev.kind != EventKind::NcclChannel {
+            continue;
+        }
+        let (Some(host), Some(pid)) = (ev.who.host.as_ref(), ev.who.pid) else {
+            continue;
+        };
+        let placed = match last {
+            Some((h, p, placed)) if h == host && p == pid => placed,
+            _ => known.contains_key(&(host.clone(), pid)),
+        };
+        last = Some((host, pid, placed));
+        if placed {
+            continue;
+        }
+        let nranks = inits.comm_nranks(job, idx);
+        if nranks.is_some() && nranks != job.world_size.map(i64::from) {
+            continue;
+        }
+        let own = match ev.text_field("dir") {
+            Some("receive") => ev.int("dst"),
+            _ => ev.int("src"),
+        };
+        if let Some(rank) = own.and_then(|r| u32::try_from(r).ok()) {
+            seen.entry((host.clone(), pid)).or_default().insert(rank);
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, ranks)| ranks.len() == 1)
+        .filter_map(|(key, mut ranks)| Some((key, ranks.pop_first()?)))
+        .collect()
 }
 
 /// (host, pid) → rank from NCCL's `Trees` lines, which every rank prints
