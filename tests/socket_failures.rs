@@ -591,3 +591,25 @@ fn a_connect_out_of_retries_is_a_failed_connect_nccl_2_27() {
     let cited = v["cause"]["evidence"].as_array().unwrap();
     assert!(cited.iter().any(|e| e["line"] == 2), "{v:#}");
 }
+
+/// nccl#733's shape (Kubernetes pods whose network is 172.17.0.0/16, NCCL
+/// 2.7): the master pod bootstraps on `eth0:172.17.80.45`, a worker pod
+/// kept only its channel lines, no log keeps `Init COMPLETE`, and a third
+/// pod's IB completion error names its peer at 172.17.127.143. The error is traffic between the hosts: their bootstrap
+/// had exchanged addresses, so the interface is no cause. Without it, two
+/// hosts that never finished init on Docker's bridge range still are one.
+#[test]
+fn a_completion_error_between_hosts_clears_their_bootstrap_interface_nccl_2_7() {
+    let boot = "task-7700-94lc9:73:73 [0] NCCL INFO Bootstrap : Using eth0:172.17.80.45<0>\n\
+task-7700-94lc9:73:73 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:172.17.80.45<0>\n";
+    let worker = "task-7703-j5hpd:72:91 [0] NCCL INFO Channel 00 : 6[e000] -> 4[cb000] [send] via NET/IB/0/GDRDMA\n";
+    let error = "task-646--1-mhpnk:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer 172.17.127.143<49577> with error 12, opcode 1, len 0, vendor err 129\n";
+    let v = common::verdict_of(&[
+        ("master.log", boot),
+        ("worker.log", worker),
+        ("pod-task-646.log", error),
+    ]);
+    assert_eq!(v["cause"]["kind"], "packet_loss", "{v:#}");
+    let v = common::verdict_of(&[("master.log", boot), ("worker.log", worker)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}

@@ -124,8 +124,14 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                         .is_some_and(|src| src.ends_with("socket.cc") || src.ends_with("socket.h"))
             });
     // Ranks on several hosts that never finished init needed the interface
-    // to reach each other, failure line or not (a log cut before it).
-    let hosts_never_met = job.hosts.len() > 1 && !came_up;
+    // to reach each other, failure line or not (a log cut before it). A
+    // completion error on the network is traffic between them: their
+    // bootstrap had exchanged addresses, whatever the logs kept of init.
+    let moved_data = job
+        .events_where(|k| k == EventKind::IbCompletionError)
+        .next()
+        .is_some();
+    let hosts_never_met = job.hosts.len() > 1 && !came_up && !moved_data;
     for s in suspicious.iter().take(4) {
         let ev = &job.events[s.idx];
         keep_host_or_reporters(&mut iface_hyp, ev);
