@@ -552,9 +552,24 @@ pub fn stuck_ranks(
 /// what would.
 fn one_host_hint(ctx: &Ctx<'_>) -> Option<String> {
     let job = ctx.job;
-    (job.hosts.len() == 1 && job.all_ranks().len() != 1).then(|| {
+    (job.hosts.len() == 1 && !single_rank(job)).then(|| {
         "Every rank ran on one host: a hang there without an error line is often peer-to-peer traffic that PCIe ACS or the IOMMU blocks; run once with NCCL_P2P_DISABLE=1, and check `sudo lspci -vvv | grep ACSCtl` (SrcValid+ means ACS is on) and `dmesg -T | grep -i -e DMAR -e AMD-Vi` on the host.".to_string()
     })
+}
+
+/// A job of one rank: so its communicators say, or one rank is all the
+/// logs know of and no channel line (which has two ends) names another.
+fn single_rank(job: &crate::model::Job) -> bool {
+    match job.world_size {
+        Some(n) => n == 1,
+        None => {
+            job.all_ranks().len() == 1
+                && job
+                    .events_where(|k| k == EventKind::NcclChannel)
+                    .next()
+                    .is_none()
+        }
+    }
 }
 
 pub fn missing_inputs(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<String> {

@@ -272,6 +272,8 @@ fn tree_ranks(job: &Job, inits: &InitLines) -> BTreeMap<HostPid, u32> {
             seen.entry((host.clone(), pid)).or_default().insert(rank);
         }
     }
+    // A process driving several GPUs (nccl-tests' `-g`, ncclCommInitAll)
+    // is several ranks: its lines name each.
     seen.into_iter()
         .filter(|(_, ranks)| ranks.len() == 1)
         .filter_map(|(key, mut ranks)| Some((key, ranks.pop_first()?)))
