@@ -44,6 +44,9 @@ struct KnowledgeFile {
     /// CUDA error texts that mean a binary holds no kernel for its GPU.
     #[serde(default)]
     no_kernel_for_gpu: Vec<String>,
+    /// CUDA error texts that mean the driver is older than a build's runtime.
+    #[serde(default)]
+    driver_too_old_for_build: Vec<String>,
     #[serde(default)]
     store: StoreSpec,
     #[serde(default)]
@@ -336,6 +339,7 @@ pub struct Knowledge {
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
     no_kernel_for_gpu: Vec<String>,
+    driver_too_old_for_build: Vec<String>,
     /// Store errors (lower case) that mean the store's server went away.
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
@@ -446,6 +450,11 @@ impl Knowledge {
                 .iter()
                 .map(|t| t.to_ascii_lowercase())
                 .collect(),
+            driver_too_old_for_build: raw
+                .driver_too_old_for_build
+                .iter()
+                .map(|t| t.to_ascii_lowercase())
+                .collect(),
             store_connection_lost: raw
                 .store
                 .connection_lost
@@ -493,6 +502,15 @@ impl Knowledge {
 
     /// Whether a CUDA error text says the binary has no kernel for the GPU
     /// it runs on (`[no_kernel_for_gpu]`).
+    /// Whether a CUDA error says the driver is older than the runtime the
+    /// calling library was built with.
+    pub fn driver_too_old_for_build(&self, error: &str) -> bool {
+        let lower = error.to_ascii_lowercase();
+        self.driver_too_old_for_build
+            .iter()
+            .any(|t| lower.contains(t.as_str()))
+    }
+
     pub fn no_kernel_for_gpu(&self, error: &str) -> bool {
         let lower = error.to_ascii_lowercase();
         self.no_kernel_for_gpu

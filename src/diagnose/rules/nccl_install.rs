@@ -28,6 +28,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         library_mismatch(ctx, &lines),
         verbs_provider_missing(ctx, &lines),
         kernels_missing(ctx),
+        driver_too_old(ctx),
     ]
     .into_iter()
     .flatten()
@@ -138,29 +139,62 @@ fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option
 /// for other architectures. Only NCCL's own CUDA failures count: the
 /// program's kernels failing so is the framework's build, not NCCL's.
 fn kernels_missing(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let failures = own_cuda_failures(ctx, |e| ctx.kb.no_kernel_for_gpu(e));
+    let (first, error) = *failures.first()?;
     let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
     h.value("variant", "nccl_arch");
-    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::CudaFailure) {
-        let Some(error) = super::cuda_error_text(ev) else {
-            continue;
-        };
-        if !ev.pattern.starts_with("nccl.") || !ctx.kb.no_kernel_for_gpu(error) {
-            continue;
-        }
-        if h.support.is_empty() {
-            h.host = ctx.job.host_of_event(ev).map(str::to_string);
-            h.value("detail", format!("`{error}` from NCCL's own kernel launch"));
-        }
-        if h.support.len() < CITED {
-            h.support(
-                Source::Nccl,
-                0.65,
-                Some(idx),
-                "NCCL's own kernel would not launch on this GPU: the build holds no code for its architecture",
-            );
-        }
+    h.host = ctx
+        .job
+        .host_of_event(&ctx.job.events[first])
+        .map(str::to_string);
+    h.value("detail", format!("`{error}` from NCCL's own kernel launch"));
+    for &(idx, _) in failures.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            0.65,
+            Some(idx),
+            "NCCL's own kernel would not launch on this GPU: the build holds no code for its architecture",
+        );
     }
-    (!h.support.is_empty()).then_some(h)
+    Some(h)
+}
+
+/// NCCL's own CUDA call found the driver older than the CUDA runtime it was
+/// built with (cudaErrorInsufficientDriver: paddle#8195's cuda9.1 build of
+/// NCCL in a CUDA 8 image; a system libnccl loaded instead of the wheel
+/// the framework was built with): the library does not fit the host.
+fn driver_too_old(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let failures = own_cuda_failures(ctx, |e| ctx.kb.driver_too_old_for_build(e));
+    let (first, error) = *failures.first()?;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "nccl_library");
+    h.host = ctx
+        .job
+        .host_of_event(&ctx.job.events[first])
+        .map(str::to_string);
+    h.value("detail", format!("`{error}` from NCCL's own CUDA call"));
+    for &(idx, _) in failures.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            0.6,
+            Some(idx),
+            "NCCL's CUDA runtime needs a newer driver than the host's: the NCCL build does not fit this host",
+        );
+    }
+    Some(h)
+}
+
+/// NCCL's own CUDA failures whose error text `matches`, with that text.
+fn own_cuda_failures<'a>(
+    ctx: &Ctx<'a>,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<(EventIdx, &'a str)> {
+    ctx.job
+        .events_where(|k| k == EventKind::CudaFailure)
+        .filter(|(_, ev)| ev.pattern.starts_with("nccl."))
+        .filter_map(|(idx, ev)| Some((idx, super::cuda_error_text(ev)?)))
+        .filter(|(_, error)| matches(error))
+        .collect()
 }
 
 /// dlopen found no file: the usual state of a host without a plugin.
