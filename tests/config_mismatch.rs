@@ -329,3 +329,26 @@ node1:22671:22795 [1] transport/p2p.cu:431 WARN failed to open CUDA IPC handle :
     let v = &common::report_of(&[("output.log", &log("NCCL version 2.7.8+cuda11.0\n"))])["verdict"];
     assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
 }
+
+/// Two shapes of a device the process may not open: nccl#2428 (NCCL 2.21,
+/// eRDMA; one node's container admits one of its two uverbs devices, so its
+/// rank builds every channel on the other NIC) and a Singularity job whose
+/// container is denied every HCA (NCCL 2.20.5: `Call to ibv_open_device
+/// failed`, then `No device found` and sockets). The container's set-up:
+/// `config_mismatch` in its `rdma_access` variant, with the checks inside
+/// the container. A listed device that opened names nothing.
+#[test]
+fn an_rdma_device_the_process_may_not_open_is_the_containers_set_up_nccl_2_20_and_2_21() {
+    let one = "node-b:211:211 [1] NCCL INFO NET/IB : Unable to open device erdma_1\nnode-b:211:211 [1] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:10.0.0.2<0>\n";
+    let all = "holygpu8a16301:7001:7001 [0] misc/ibvwrap.cc:110 NCCL WARN Call to ibv_open_device failed\nholygpu8a16301:7001:7001 [0] transport/net_ib.cc:240 NCCL WARN NET/IB : Unable to open device mlx5_0\nholygpu8a16301:7001:7001 [0] NCCL INFO NET/IB : No device found.\nholygpu8a16301:7001:7001 [0] NCCL INFO NET/Socket : Using [0]ib0:10.31.183.43<0>\n";
+    for (log, device) in [(one, "erdma_1"), (all, "mlx5_0")] {
+        let v = common::verdict_of(&[("rank1.log", log)]);
+        assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+        assert_eq!(v["cause"]["device"], device, "{v:#}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(remedy.contains("/dev/infiniband"), "{remedy}");
+    }
+    let opened = "node-b:211:211 [1] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [1]erdma_1:1/RoCE [RO]; OOB eth0:10.0.0.2<0>\n";
+    let v = common::verdict_of(&[("rank1.log", opened)]);
+    assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

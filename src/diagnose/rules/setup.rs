@@ -55,6 +55,9 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         let call = ev.text_field("call").unwrap_or("");
         let mut add = |kind: CauseKind, weight: f64, why: String| {
             let h = hyps.entry(kind).or_insert_with(|| located(kind, ev));
+            if h.device.is_none() {
+                h.device = ev.text_field("hca").map(str::to_string);
+            }
             h.ranks.extend(ev.who.rank);
             if h.support.len() < 8 {
                 h.support(Source::Nccl, weight, Some(idx), why);
@@ -146,6 +149,19 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     ),
                 );
             }
+            // The device is listed but this process may not open it: its
+            // container or device cgroup does not admit it (nccl#2428: one
+            // node's container saw one of its two eRDMA devices; a
+            // Singularity job denied every uverbs device).
+            "ibv_open_device" => {
+                add(
+                    CauseKind::ConfigMismatch,
+                    0.5,
+                    format!(
+                        "the process could not open the RDMA device ({detail}): NCCL leaves that NIC out"
+                    ),
+                );
+            }
             _ => {}
         }
     }
@@ -154,6 +170,10 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             "detail",
             h.support.first().map(|s| s.why.clone()).unwrap_or_default(),
         );
+    }
+    if let Some(h) = hyps.get_mut(&CauseKind::ConfigMismatch) {
+        h.value("variant", "rdma_access");
+        h.value("detail", "`ibv_open_device` failed");
     }
     // A connection that times out fails on both ends: the rank every
     // reporter talks to is the bad end.
