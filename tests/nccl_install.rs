@@ -167,6 +167,38 @@ fn nccls_cuda_call_finding_the_driver_too_old_is_the_library_nccl_2_1_and_2_29()
     assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
 }
 
+/// NCCL 2.23+'s init creates a CUDA memory pool (init.cc:417 in 2.23.4,
+/// :426 in 2.27): a Tesla M10 (sm_50) under 2.23.4 and a CI runner under a
+/// nightly's NCCL (a GitHub Actions stamp before NCCL's own) refuse it as
+/// `operation not supported`. The platform lacks what the release needs:
+/// `config_mismatch`, `mem_pool` variant. The same text from alloc.h (cuMem)
+/// or from a release before 2.23 is not this story.
+#[test]
+fn nccls_init_refused_a_memory_pool_is_the_platform_nccl_2_23_and_2_27() {
+    for log in [
+        "NCCL INFO NCCL version 2.23.4+cuda12.6\ninit.cc:417 NCCL WARN Cuda failure 'operation not supported'\n",
+        "2025-04-04T16:57:57.7153695Z [2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n",
+    ] {
+        let v = common::verdict_of(&[("nccl_debug.log", log)]);
+        assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(remedy.contains("enable_uvm"), "{remedy}");
+    }
+    for other in [
+        "node:1:1 [0] include/alloc.h:128 NCCL WARN Cuda failure 'operation not supported'\n",
+        "node:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\ninit.cc:417 NCCL WARN Cuda failure 'operation not supported'\n",
+    ] {
+        let v = common::verdict_of(&[("nccl_debug.log", other)]);
+        assert!(
+            !v["cause"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("memory pool"),
+            "{v:#}"
+        );
+    }
+}
+
 /// The program's own kernels failing so is the framework's build: no claim
 /// about NCCL's.
 #[test]

@@ -7,6 +7,7 @@
 //! `net_plugin` and `nccl_library` variants of `config_mismatch`.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::grammar::nccl_bugs::NcclVersion;
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 use super::Ctx;
@@ -29,6 +30,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         verbs_provider_missing(ctx, &lines),
         kernels_missing(ctx),
         driver_too_old(ctx),
+        mem_pool_unsupported(ctx),
     ]
     .into_iter()
     .flatten()
@@ -182,6 +184,62 @@ fn driver_too_old(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         );
     }
     Some(h)
+}
+
+/// NCCL's own init refused by CUDA as `operation not supported`: from 2.23
+/// on, init.cc creates a CUDA memory pool for every communicator, which
+/// GPUs before Pascal, vGPU VMs without unified memory and some virtual
+/// drivers do not support (a Tesla M10 under 2.23.4, a VMware vGPU under
+/// 2.27.5, a CI runner's under a nightly's 2.2x). Other files' unsupported
+/// operations (cuMem in alloc.h, NVLS) are other stories.
+fn mem_pool_unsupported(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    if only_releases_before(ctx, MEM_POOL_FROM) {
+        return None;
+    }
+    let failures: Vec<(EventIdx, &str)> =
+        own_cuda_failures(ctx, |e| e.eq_ignore_ascii_case("operation not supported"))
+            .into_iter()
+            .filter(|&(idx, _)| in_nccl_init(&ctx.job.events[idx].text))
+            .collect();
+    let &(first, error) = failures.first()?;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "mem_pool");
+    h.host = ctx
+        .job
+        .host_of_event(&ctx.job.events[first])
+        .map(str::to_string);
+    h.value("detail", format!("`{error}` from NCCL's init"));
+    for &(idx, _) in failures.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            0.6,
+            Some(idx),
+            "CUDA refused the memory pool NCCL 2.23+ creates at init: this GPU, driver or VM does not support CUDA memory pools",
+        );
+    }
+    Some(h)
+}
+
+/// The release whose init first creates a CUDA memory pool.
+const MEM_POOL_FROM: &str = "2.23.4";
+
+/// Every release the logs print is older than `from`.
+fn only_releases_before(ctx: &Ctx<'_>, from: &str) -> bool {
+    let from = NcclVersion::parse(from);
+    !ctx.job.nccl_versions.is_empty()
+        && ctx
+            .job
+            .nccl_versions
+            .iter()
+            .all(|v| NcclVersion::parse(v).is_some_and(|r| Some(r) < from))
+}
+
+/// A line NCCL printed from its init.cc (`init.cc:417 NCCL WARN …`).
+fn in_nccl_init(text: &str) -> bool {
+    text.match_indices("init.cc:").any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        before.is_none_or(|c| c == ' ' || c == '/' || c == ']')
+    })
 }
 
 /// NCCL's own CUDA failures whose error text `matches`, with that text.
