@@ -199,6 +199,37 @@ fn nccls_init_refused_a_memory_pool_is_the_platform_nccl_2_23_and_2_27() {
     }
 }
 
+/// NCCL's P2P transport refusing a peer's buffer handle, in three shapes:
+/// vllm#5477 (NCCL 2.20, a Ray actor's prefix, p2p.cc:272 `invalid
+/// argument` after vLLM set NCCL_CUMEM_ENABLE=0 in its workers only),
+/// nemo-rl#564 (2.26.2, p2p.cc:298) and rccl#1055 (RCCL's p2p.cc:228
+/// `invalid device pointer` in a container whose ROCm the host's driver
+/// does not serve). The processes share GPU memory differently:
+/// `config_mismatch`, `p2p_sharing` variant. The same error from another
+/// file of NCCL's is not this story.
+#[test]
+fn p2p_transport_refusing_a_peers_buffer_is_mismatched_sharing_nccl_2_20_2_26_rccl_2_18() {
+    for log in [
+        "(LLMRayActor pid=116812) a5fa65866c9c:116812:120158 [0] transport/p2p.cc:272 NCCL WARN Cuda failure 'invalid argument'\n",
+        "transport/p2p.cc:298 NCCL WARN Cuda failure 'invalid argument'\n",
+        "9cce34ff6c6c:504930:505428 [0] /mnt/ubuntu/software/rocm/rccl/build/hipify/src/transport/p2p.cc:228 NCCL WARN Cuda failure 'invalid device pointer'\n",
+    ] {
+        let v = common::verdict_of(&[("worker.log", log)]);
+        assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+        let remedy = v["cause"]["remedy"].as_str().unwrap();
+        assert!(remedy.contains("NCCL_CUMEM_ENABLE=0"), "{remedy}");
+    }
+    let elsewhere = "node:1:1 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'invalid argument'\n";
+    let v = common::verdict_of(&[("worker.log", elsewhere)]);
+    assert!(
+        !v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("P2P transport"),
+        "{v:#}"
+    );
+}
+
 /// The program's own kernels failing so is the framework's build: no claim
 /// about NCCL's.
 #[test]

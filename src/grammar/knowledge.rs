@@ -47,6 +47,9 @@ struct KnowledgeFile {
     /// CUDA error texts that mean the driver is older than a build's runtime.
     #[serde(default)]
     driver_too_old_for_build: Vec<String>,
+    /// CUDA errors with which NCCL's P2P transport refuses a peer's buffer.
+    #[serde(default)]
+    p2p_sharing_refused: Vec<String>,
     #[serde(default)]
     store: StoreSpec,
     #[serde(default)]
@@ -340,6 +343,7 @@ pub struct Knowledge {
     signal_hints: BTreeMap<String, String>,
     no_kernel_for_gpu: Vec<String>,
     driver_too_old_for_build: Vec<String>,
+    p2p_sharing_refused: Vec<String>,
     /// Store errors (lower case) that mean the store's server went away.
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
@@ -455,6 +459,11 @@ impl Knowledge {
                 .iter()
                 .map(|t| t.to_ascii_lowercase())
                 .collect(),
+            p2p_sharing_refused: raw
+                .p2p_sharing_refused
+                .iter()
+                .map(|t| t.to_ascii_lowercase())
+                .collect(),
             store_connection_lost: raw
                 .store
                 .connection_lost
@@ -509,6 +518,13 @@ impl Knowledge {
         self.driver_too_old_for_build
             .iter()
             .any(|t| lower.contains(t.as_str()))
+    }
+
+    /// Whether a CUDA error from NCCL's P2P transport means the peer's
+    /// buffer could not be shared (its handle refused).
+    pub fn p2p_sharing_refused(&self, error: &str) -> bool {
+        let lower = error.to_ascii_lowercase();
+        self.p2p_sharing_refused.iter().any(|t| lower == *t)
     }
 
     pub fn no_kernel_for_gpu(&self, error: &str) -> bool {

@@ -31,6 +31,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         kernels_missing(ctx),
         driver_too_old(ctx),
         mem_pool_unsupported(ctx),
+        p2p_sharing_mismatch(ctx),
     ]
     .into_iter()
     .flatten()
@@ -215,6 +216,37 @@ fn mem_pool_unsupported(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             0.6,
             Some(idx),
             "CUDA refused the memory pool NCCL 2.23+ creates at init: this GPU, driver or VM does not support CUDA memory pools",
+        );
+    }
+    Some(h)
+}
+
+/// NCCL's P2P transport could not share or open a peer's buffer (CUDA IPC
+/// or cuMem handles refused as an invalid argument or pointer): the two
+/// ends share GPU memory differently. NCCL_CUMEM_ENABLE set in some
+/// processes only (vLLM 0.4.3+ sets it to 0 in its workers, and the
+/// trainer joining their group keeps cuMem: vllm#5477, nemo-rl#564), or on
+/// ROCm a container runtime the host's amdgpu driver does not serve
+/// (rccl#1055, rccl#1454).
+fn p2p_sharing_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let failures: Vec<(EventIdx, &str)> = own_cuda_failures(ctx, |e| ctx.kb.p2p_sharing_refused(e))
+        .into_iter()
+        .filter(|&(idx, _)| ctx.job.events[idx].text.contains("p2p.cc:"))
+        .collect();
+    let &(first, error) = failures.first()?;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "p2p_sharing");
+    h.host = ctx
+        .job
+        .host_of_event(&ctx.job.events[first])
+        .map(str::to_string);
+    h.value("detail", format!("`{error}` from NCCL's P2P transport"));
+    for &(idx, _) in failures.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            0.5,
+            Some(idx),
+            "NCCL's P2P transport could not share a GPU buffer with its peer: the two processes share GPU memory differently",
         );
     }
     Some(h)
