@@ -514,24 +514,18 @@ impl Knowledge {
     /// Whether a CUDA error says the driver is older than the runtime the
     /// calling library was built with.
     pub fn driver_too_old_for_build(&self, error: &str) -> bool {
-        let lower = error.to_ascii_lowercase();
-        self.driver_too_old_for_build
-            .iter()
-            .any(|t| lower.contains(t.as_str()))
+        names_any(&self.driver_too_old_for_build, error)
     }
 
     /// Whether a CUDA error from NCCL's P2P transport means the peer's
     /// buffer could not be shared (its handle refused).
     pub fn p2p_sharing_refused(&self, error: &str) -> bool {
         let lower = error.to_ascii_lowercase();
-        self.p2p_sharing_refused.iter().any(|t| lower == *t)
+        self.p2p_sharing_refused.contains(&lower)
     }
 
     pub fn no_kernel_for_gpu(&self, error: &str) -> bool {
-        let lower = error.to_ascii_lowercase();
-        self.no_kernel_for_gpu
-            .iter()
-            .any(|t| lower.contains(t.as_str()))
+        names_any(&self.no_kernel_for_gpu, error)
     }
 
     /// What dying of `signal` (`SIGBUS`) most often means, where known.
@@ -690,6 +684,12 @@ fn xid_tables(
         );
     }
     Ok((classes, out))
+}
+
+/// Whether an error text holds any of these (lower-case) texts.
+fn names_any(texts: &[String], error: &str) -> bool {
+    let lower = error.to_ascii_lowercase();
+    texts.iter().any(|t| lower.contains(t.as_str()))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod invalid_rank;
 mod kernel;
 mod main_process;
 mod nccl_bug;
+mod nccl_cuda;
 mod nccl_install;
 mod network;
 mod passed_over;
@@ -90,6 +91,7 @@ pub fn hypotheses(
                 .chain(invalid_rank::rank_outside_the_world(ctx))
                 .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
+                .chain(nccl_cuda::hypotheses(ctx))
                 .collect()
         },
         &|| application::hypotheses(ctx, hang),

@@ -7,7 +7,6 @@
 //! `net_plugin` and `nccl_library` variants of `config_mismatch`.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::grammar::nccl_bugs::NcclVersion;
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
 use super::Ctx;
@@ -28,10 +27,6 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         network_missing(ctx, &lines),
         library_mismatch(ctx, &lines),
         verbs_provider_missing(ctx, &lines),
-        kernels_missing(ctx),
-        driver_too_old(ctx),
-        mem_pool_unsupported(ctx),
-        p2p_sharing_mismatch(ctx),
     ]
     .into_iter()
     .flatten()
@@ -135,156 +130,6 @@ fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option
         );
     }
     Some(h)
-}
-
-/// NCCL's own kernels would not launch on this GPU (nccl#444: a K40's sm_35,
-/// a build for newer GPUs; an A100 under NCCL 2.4): the library was built
-/// for other architectures. Only NCCL's own CUDA failures count: the
-/// program's kernels failing so is the framework's build, not NCCL's.
-fn kernels_missing(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let failures = own_cuda_failures(ctx, |e| ctx.kb.no_kernel_for_gpu(e));
-    let (first, error) = *failures.first()?;
-    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    h.value("variant", "nccl_arch");
-    h.host = ctx
-        .job
-        .host_of_event(&ctx.job.events[first])
-        .map(str::to_string);
-    h.value("detail", format!("`{error}` from NCCL's own kernel launch"));
-    for &(idx, _) in failures.iter().take(CITED) {
-        h.support(
-            Source::Nccl,
-            0.65,
-            Some(idx),
-            "NCCL's own kernel would not launch on this GPU: the build holds no code for its architecture",
-        );
-    }
-    Some(h)
-}
-
-/// NCCL's own CUDA call found the driver older than the CUDA runtime it was
-/// built with (cudaErrorInsufficientDriver: paddle#8195's cuda9.1 build of
-/// NCCL in a CUDA 8 image; a system libnccl loaded instead of the wheel
-/// the framework was built with): the library does not fit the host.
-fn driver_too_old(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let failures = own_cuda_failures(ctx, |e| ctx.kb.driver_too_old_for_build(e));
-    let (first, error) = *failures.first()?;
-    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    h.value("variant", "nccl_library");
-    h.host = ctx
-        .job
-        .host_of_event(&ctx.job.events[first])
-        .map(str::to_string);
-    h.value("detail", format!("`{error}` from NCCL's own CUDA call"));
-    for &(idx, _) in failures.iter().take(CITED) {
-        h.support(
-            Source::Nccl,
-            0.6,
-            Some(idx),
-            "NCCL's CUDA runtime needs a newer driver than the host's: the NCCL build does not fit this host",
-        );
-    }
-    Some(h)
-}
-
-/// NCCL's own init refused by CUDA as `operation not supported`: from 2.23
-/// on, init.cc creates a CUDA memory pool for every communicator, which
-/// GPUs before Pascal, vGPU VMs without unified memory and some virtual
-/// drivers do not support (a Tesla M10 under 2.23.4, a VMware vGPU under
-/// 2.27.5, a CI runner's under a nightly's 2.2x). Other files' unsupported
-/// operations (cuMem in alloc.h, NVLS) are other stories.
-fn mem_pool_unsupported(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    if only_releases_before(ctx, MEM_POOL_FROM) {
-        return None;
-    }
-    let failures: Vec<(EventIdx, &str)> =
-        own_cuda_failures(ctx, |e| e.eq_ignore_ascii_case("operation not supported"))
-            .into_iter()
-            .filter(|&(idx, _)| in_nccl_init(&ctx.job.events[idx].text))
-            .collect();
-    let &(first, error) = failures.first()?;
-    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    h.value("variant", "mem_pool");
-    h.host = ctx
-        .job
-        .host_of_event(&ctx.job.events[first])
-        .map(str::to_string);
-    h.value("detail", format!("`{error}` from NCCL's init"));
-    for &(idx, _) in failures.iter().take(CITED) {
-        h.support(
-            Source::Nccl,
-            0.6,
-            Some(idx),
-            "CUDA refused the memory pool NCCL 2.23+ creates at init: this GPU, driver or VM does not support CUDA memory pools",
-        );
-    }
-    Some(h)
-}
-
-/// NCCL's P2P transport could not share or open a peer's buffer (CUDA IPC
-/// or cuMem handles refused as an invalid argument or pointer): the two
-/// ends share GPU memory differently. NCCL_CUMEM_ENABLE set in some
-/// processes only (vLLM 0.4.3+ sets it to 0 in its workers, and the
-/// trainer joining their group keeps cuMem: vllm#5477, nemo-rl#564), or on
-/// ROCm a container runtime the host's amdgpu driver does not serve
-/// (rccl#1055, rccl#1454).
-fn p2p_sharing_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let failures: Vec<(EventIdx, &str)> = own_cuda_failures(ctx, |e| ctx.kb.p2p_sharing_refused(e))
-        .into_iter()
-        .filter(|&(idx, _)| ctx.job.events[idx].text.contains("p2p.cc:"))
-        .collect();
-    let &(first, error) = failures.first()?;
-    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    h.value("variant", "p2p_sharing");
-    h.host = ctx
-        .job
-        .host_of_event(&ctx.job.events[first])
-        .map(str::to_string);
-    h.value("detail", format!("`{error}` from NCCL's P2P transport"));
-    for &(idx, _) in failures.iter().take(CITED) {
-        h.support(
-            Source::Nccl,
-            0.5,
-            Some(idx),
-            "NCCL's P2P transport could not share a GPU buffer with its peer: the two processes share GPU memory differently",
-        );
-    }
-    Some(h)
-}
-
-/// The release whose init first creates a CUDA memory pool.
-const MEM_POOL_FROM: &str = "2.23.4";
-
-/// Every release the logs print is older than `from`.
-fn only_releases_before(ctx: &Ctx<'_>, from: &str) -> bool {
-    let from = NcclVersion::parse(from);
-    !ctx.job.nccl_versions.is_empty()
-        && ctx
-            .job
-            .nccl_versions
-            .iter()
-            .all(|v| NcclVersion::parse(v).is_some_and(|r| Some(r) < from))
-}
-
-/// A line NCCL printed from its init.cc (`init.cc:417 NCCL WARN …`).
-fn in_nccl_init(text: &str) -> bool {
-    text.match_indices("init.cc:").any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        before.is_none_or(|c| c == ' ' || c == '/' || c == ']')
-    })
-}
-
-/// NCCL's own CUDA failures whose error text `matches`, with that text.
-fn own_cuda_failures<'a>(
-    ctx: &Ctx<'a>,
-    matches: impl Fn(&str) -> bool,
-) -> Vec<(EventIdx, &'a str)> {
-    ctx.job
-        .events_where(|k| k == EventKind::CudaFailure)
-        .filter(|(_, ev)| ev.pattern.starts_with("nccl."))
-        .filter_map(|(idx, ev)| Some((idx, super::cuda_error_text(ev)?)))
-        .filter(|(_, error)| matches(error))
-        .collect()
 }
 
 /// dlopen found no file: the usual state of a host without a plugin.
