@@ -187,6 +187,8 @@ fn nccls_init_refused_a_memory_pool_is_the_platform_nccl_2_23_and_2_27() {
     for other in [
         "node:1:1 [0] include/alloc.h:128 NCCL WARN Cuda failure 'operation not supported'\n",
         "node:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\ninit.cc:417 NCCL WARN Cuda failure 'operation not supported'\n",
+        // The banner as a paste keeps it without the writer's prefix.
+        "NCCL INFO NCCL version 2.21.5+cuda12.4\ninit.cc:417 NCCL WARN Cuda failure 'operation not supported'\n",
     ] {
         let v = common::verdict_of(&[("nccl_debug.log", other)]);
         assert!(

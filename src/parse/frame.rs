@@ -152,6 +152,11 @@ fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
         f.nccl = true;
         return p.len;
     }
+    if let Some((level, len)) = super::nccl::bare_level(s) {
+        f.level = Some(level);
+        f.nccl = true;
+        return len;
+    }
     if s.first() == Some(&b'[')
         && let Some(p) = ucx::prefix(s)
     {

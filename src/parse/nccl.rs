@@ -93,6 +93,45 @@ fn level_after(s: &[u8]) -> Option<(Level, usize)> {
     None
 }
 
+/// NCCL's level where a paste kept no `HOST:PID:TID [DEV]` before it: a
+/// line starting `NCCL INFO …`, or `init.cc:417 NCCL WARN …` (the source
+/// location alone, 2.30.7's `(func)` after it). (level, bytes to the message).
+pub fn bare_level(s: &[u8]) -> Option<(Level, usize)> {
+    let mut at = 0;
+    if !s.starts_with(b"NCCL ") {
+        let word = s.iter().take(160).take_while(|b| **b != b' ').count();
+        if !is_location(&s[..word]) {
+            return None;
+        }
+        at = word + 1;
+        if let Some(rest) = s.get(at..).and_then(|r| r.strip_prefix(b"(")) {
+            let func = rest.iter().take(96).take_while(|b| **b != b')').count();
+            at += func + 3;
+        }
+    }
+    let rest = s.get(at..)?.strip_prefix(b"NCCL ")?;
+    let (word, level) = LEVELS.iter().find(|(w, _)| rest.starts_with(w))?;
+    let end = at + 5 + word.len();
+    match s.get(end) {
+        None => Some((*level, end)),
+        Some(b' ') => Some((*level, end + 1)),
+        Some(_) => None,
+    }
+}
+
+/// `file.cc:123`: a source file and a line number.
+fn is_location(word: &[u8]) -> bool {
+    let Some(colon) = word.iter().rposition(|b| *b == b':') else {
+        return false;
+    };
+    let (file, line) = (&word[..colon], &word[colon + 1..]);
+    !line.is_empty()
+        && line.iter().all(u8::is_ascii_digit)
+        && [&b".cc"[..], b".cu", b".h", b".cpp", b".c"]
+            .iter()
+            .any(|ext| file.ends_with(ext))
+}
+
 /// NCCL 2.0–2.2's level without the `NCCL` word: ` [DEV] INFO ` or
 /// ` [DEV] file:line WARN ` right after `PID:TID`, nothing else between.
 fn untagged_level(s: &[u8]) -> Option<(Level, usize)> {
@@ -178,6 +217,26 @@ mod tests {
     fn trace_line_has_milliseconds_before_the_function() {
         let line = b"h:1:2 [0] 1234.567890 ncclProxyProgress:123 NCCL TRACE x";
         assert_eq!(parse_prefix(line).unwrap().level, Level::Trace);
+    }
+
+    #[test]
+    fn a_paste_without_the_writer_prefix_keeps_its_level() {
+        let bare = b"NCCL INFO NCCL version 2.23.4+cuda12.6";
+        let (level, len) = bare_level(bare).unwrap();
+        assert_eq!(
+            (level, &bare[len..]),
+            (Level::Info, &b"NCCL version 2.23.4+cuda12.6"[..])
+        );
+        let located = b"init.cc:417 NCCL WARN Cuda failure 'operation not supported'";
+        let (level, len) = bare_level(located).unwrap();
+        assert_eq!(level, Level::Warn);
+        assert!(located[len..].starts_with(b"Cuda failure"));
+        let func = b"transport/net_ib.cc:139 (ncclIbTest) NCCL WARN boom";
+        assert_eq!(&func[bare_level(func).unwrap().1..], b"boom");
+        // Prose that names NCCL is not a line of NCCL's.
+        assert!(bare_level(b"NCCL INFOrmation").is_none());
+        assert!(bare_level(b"export NCCL_DEBUG=INFO").is_none());
+        assert!(bare_level(b"see: NCCL WARN lines").is_none());
     }
 
     #[test]
