@@ -75,3 +75,23 @@ fn an_early_subgroup_barrier_does_not_blame_the_jobs_rank_0_torch_2_6() {
     assert_eq!(v["collective"]["pg"], "20", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
+
+/// torch 2.4+ tags each watchdog timeout with its group (`[PG ID 2 PG GUID
+/// 3(tp) Rank 1]`). With no status line after it (a paste cut there), the
+/// tag alone places the timeout: ranks 0–2 wait in the tensor-parallel
+/// group's ALLREDUCE #20 while rank 3's own timeout is in the default
+/// group's #5. The hung collective is group 3's, and rank 3 is the one it
+/// waits for; the two groups' numbers are not compared as one group's.
+#[test]
+fn a_timeouts_own_group_tag_places_it_torch_2_4() {
+    let mut log = String::new();
+    for r in 0..3 {
+        log.push_str(&format!("[rank{r}]:[E1129 10:30:0{r}.000000000 ProcessGroupNCCL.cpp:632] [PG ID 2 PG GUID 3(tp) Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"));
+    }
+    log.push_str("[rank3]:[E1129 10:30:03.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n");
+    let v = common::verdict_of_owned(&[("train.log".to_string(), log)]);
+    assert_eq!(v["collective"]["pg"], "3", "{v:#}");
+    assert_eq!(v["collective"]["seq"], 20, "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    assert_ne!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+}

@@ -23,7 +23,16 @@ fn read_watchdog_timeout(body: &[u8], spans: &mut Spans) -> Option<()> {
     // The leftmost match starts at the first report, or at the `[Rank N]`
     // right before it.
     let caught = memmem::find(body, CAUGHT)?;
-    if let Some(rank) = rank_tag_before(body, caught) {
+    let rank = rank_tag_before(body, caught);
+    // torch 2.4+'s group tag stands right before the `[Rank N]` tag, or
+    // before the report where there is none.
+    let tags_end = rank.as_ref().map_or(caught, |r| r.start - b"[Rank ".len());
+    if let Some(open) = pg_tag_before(body, tags_end) {
+        let mut r = Reader::new(body);
+        r.at = open + b"[PG ".len();
+        read_pg_tag(&mut r, spans)?;
+    }
+    if let Some(rank) = rank {
         spans.set("rank_in_pg", rank)?;
     }
     let mut r = Reader::new(body);
@@ -78,6 +87,16 @@ fn comma_then(r: &mut Reader<'_>, word: &[u8]) -> bool {
     }
     r.at = before;
     false
+}
+
+/// Where a `[PG …]` tag (and the spaces after it) that ends right at `at`
+/// opens.
+fn pg_tag_before(body: &[u8], at: usize) -> Option<usize> {
+    let open = memmem::rfind(&body[..at], b"[PG ")?;
+    let mut r = Reader::new(body);
+    r.at = open + b"[PG ".len();
+    read_pg_tag(&mut r, &mut Spans::new())?;
+    (r.at == at).then_some(open)
 }
 
 /// The digits of a `[Rank N]` tag (and the spaces after it) that ends right

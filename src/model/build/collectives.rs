@@ -48,7 +48,11 @@ pub fn collect(job: &mut Job) {
         match ev.kind {
             EventKind::WatchdogTimeout => {
                 let seq = ev.int("seq");
-                let pg = seq.and_then(lookup).unwrap_or_else(|| "0".into());
+                // torch 2.4+ tags the report with its group; before, the
+                // status lines of its sequence number say which it was.
+                let pg = pg_field(ev)
+                    .or_else(|| seq.and_then(lookup))
+                    .unwrap_or_else(|| "0".into());
                 let st = states.entry((pg, rank)).or_default();
                 st.timed_out = true;
                 record_work(st, ev);
