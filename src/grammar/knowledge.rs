@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::GrammarError;
 use super::counters::CounterKnowledge;
+use super::nccl_cuda::NcclCudaFailure;
 use super::sockets::{LocalOnly, SocketsSpec};
 use crate::model::CauseKind;
 use crate::model::build::ConsequenceRules;
@@ -41,15 +42,8 @@ struct KnowledgeFile {
     /// Signal name → what a process dying of it most often means.
     #[serde(default)]
     signal_hints: BTreeMap<String, String>,
-    /// CUDA error texts that mean a binary holds no kernel for its GPU.
     #[serde(default)]
-    no_kernel_for_gpu: Vec<String>,
-    /// CUDA error texts that mean the driver is older than a build's runtime.
-    #[serde(default)]
-    driver_too_old_for_build: Vec<String>,
-    /// CUDA errors with which NCCL's P2P transport refuses a peer's buffer.
-    #[serde(default)]
-    p2p_sharing_refused: Vec<String>,
+    nccl_cuda_failure: Vec<NcclCudaFailure>,
     #[serde(default)]
     store: StoreSpec,
     #[serde(default)]
@@ -341,9 +335,8 @@ pub struct Knowledge {
     any_op: Vec<String>,
     /// Signal name → what a process dying of it most often means.
     signal_hints: BTreeMap<String, String>,
-    no_kernel_for_gpu: Vec<String>,
-    driver_too_old_for_build: Vec<String>,
-    p2p_sharing_refused: Vec<String>,
+    /// NCCL's own CUDA failures that say the install does not fit.
+    pub nccl_cuda_failures: Vec<NcclCudaFailure>,
     /// Store errors (lower case) that mean the store's server went away.
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
@@ -403,6 +396,18 @@ impl Knowledge {
                 reason: "cause kind has no entry".into(),
             });
         }
+        let config_variants = &causes[&CauseKind::ConfigMismatch].variants;
+        if let Some(f) = raw
+            .nccl_cuda_failure
+            .iter()
+            .find(|f| !config_variants.contains_key(&f.variant))
+        {
+            return Err(GrammarError::Pattern {
+                file: file.into(),
+                id: f.variant.clone(),
+                reason: "nccl_cuda_failure names no config_mismatch variant".into(),
+            });
+        }
         let table = |v: Vec<CodeSpec>| {
             v.into_iter()
                 .map(|c| {
@@ -449,20 +454,10 @@ impl Knowledge {
             same_on_the_wire: raw.torch_api.same_on_the_wire,
             any_op: raw.torch_api.any_op,
             signal_hints: raw.signal_hints,
-            no_kernel_for_gpu: raw
-                .no_kernel_for_gpu
-                .iter()
-                .map(|t| t.to_ascii_lowercase())
-                .collect(),
-            driver_too_old_for_build: raw
-                .driver_too_old_for_build
-                .iter()
-                .map(|t| t.to_ascii_lowercase())
-                .collect(),
-            p2p_sharing_refused: raw
-                .p2p_sharing_refused
-                .iter()
-                .map(|t| t.to_ascii_lowercase())
+            nccl_cuda_failures: raw
+                .nccl_cuda_failure
+                .into_iter()
+                .map(NcclCudaFailure::lower_errors)
                 .collect(),
             store_connection_lost: raw
                 .store
@@ -509,32 +504,13 @@ impl Knowledge {
         self.torch_api_ops.get(function).map(String::as_str)
     }
 
-    /// Whether a CUDA error text says the binary has no kernel for the GPU
-    /// it runs on (`[no_kernel_for_gpu]`).
-    /// Whether a CUDA error says the driver is older than the runtime the
-    /// calling library was built with.
-    pub fn driver_too_old_for_build(&self, error: &str) -> bool {
-        names_any(&self.driver_too_old_for_build, error)
-    }
-
-    /// Whether a CUDA error from NCCL's P2P transport means the peer's
-    /// buffer could not be shared (its handle refused).
-    pub fn p2p_sharing_refused(&self, error: &str) -> bool {
-        let lower = error.to_ascii_lowercase();
-        self.p2p_sharing_refused.contains(&lower)
-    }
-
-    pub fn no_kernel_for_gpu(&self, error: &str) -> bool {
-        names_any(&self.no_kernel_for_gpu, error)
-    }
-
-    /// What dying of `signal` (`SIGBUS`) most often means, where known.
     /// Whether an nccl-tests process exiting with `code` reported a failed
     /// CUDA or NCCL call (rather than dying of its own).
     pub fn is_test_failure_exit(&self, code: i64) -> bool {
         self.test_failure_exit_codes.contains(&code)
     }
 
+    /// What dying of `signal` (`SIGBUS`) most often means, where known.
     pub fn signal_hint(&self, signal: &str) -> Option<&str> {
         self.signal_hints.get(signal).map(String::as_str)
     }
@@ -686,12 +662,6 @@ fn xid_tables(
     Ok((classes, out))
 }
 
-/// Whether an error text holds any of these (lower-case) texts.
-fn names_any(texts: &[String], error: &str) -> bool {
-    let lower = error.to_ascii_lowercase();
-    texts.iter().any(|t| lower.contains(t.as_str()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -738,6 +708,14 @@ mod tests {
     fn an_xid_with_an_unknown_class_is_rejected() {
         let text = KNOWLEDGE.replace("class = \"node\"", "class = \"nodes\"");
         assert!(Knowledge::parse("k.toml", &text).is_err());
+    }
+
+    #[test]
+    fn an_nccl_cuda_failure_must_name_a_config_mismatch_variant() {
+        let text = KNOWLEDGE.replace("variant = \"mem_pool\"", "variant = \"mem_pools\"");
+        assert_ne!(text, KNOWLEDGE);
+        assert!(Knowledge::parse("k.toml", &text).is_err());
+        assert!(Knowledge::parse("k.toml", KNOWLEDGE).is_ok());
     }
 
     #[test]

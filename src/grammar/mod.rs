@@ -12,6 +12,7 @@ pub mod counters;
 mod fields;
 pub mod knowledge;
 pub mod nccl_bugs;
+pub mod nccl_cuda;
 pub mod release_marks;
 pub mod sockets;
 pub mod spec;
