@@ -69,3 +69,35 @@ fn rank_shaped_lines_outside_a_stall_block_say_nothing() {
     let v = verdict("0: [allreduce.noname.1]\nStep 10 loss 2.31\n");
     assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
 }
+
+/// Horovod 0.9–0.15 print the warning as one line that lists, per tensor,
+/// the ranks that DID submit it (operations.cc's `[ready ranks: …]`).
+/// Rank 3 alone computed the loss's mean while ranks 0–2 reduce gradients
+/// (horovod#336's shape): two code paths, rank 3 the odd one.
+#[test]
+fn ready_ranks_on_the_one_line_warning_split_the_ranks_horovod_0_13() {
+    let log = format!(
+        "[1,0]<stderr>:WARNING: {WARNING}Stalled ops: HorovodAllreduce_loss_Mean_0 [ready ranks: 3], \
+         Opt_Allreduce/HorovodAllreduce_gradients_Conv2D_grad_0 [ready ranks: 2, 0, 1], \
+         Opt_Allreduce/HorovodAllreduce_gradients_BiasAdd_grad_0 [ready ranks: 2, 0, 1]\n"
+    );
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+}
+
+/// The same warning as a paste breaks it, one tensor a line and its head
+/// lost: every broadcast is ready on six of ranks 0–6, never on rank 2,
+/// which never reached the broadcasts (horovod#530's shape, 0.15).
+#[test]
+fn a_rank_absent_from_every_ready_list_is_stalled_horovod_0_15() {
+    let log = "Stalled ops: HorovodBroadcast_Logits_weights_0 [ready ranks: 5, 6, 3, 1, 4, 0], \n\
+               \n\
+               HorovodBroadcast_Logits_biases_0 [ready ranks: 5, 6, 3, 1, 4, 0], \n\
+               HorovodBroadcast_Mixed_7c_moving_mean_0 [ready ranks: 5, 6, 3, 1, 4, 0]\n";
+    let v = verdict(log);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("BROADCAST"), "{summary}");
+}

@@ -4,7 +4,12 @@
 //! One rank (or a few) missing the same tensors never reached the op: it
 //! stalled. Ranks each missing a tensor another listed rank did submit ran
 //! different ops: their programs diverged (different graphs, names that
-//! differ per rank), and which side is odd the block does not say.
+//! differ per rank); where one side is fewer ranks than the only other, it
+//! is the odd one.
+//!
+//! Before 0.16 the warning lists, per tensor, the ranks that did submit it
+//! (`T [ready ranks: 2, 0, 1]`); the ranks missing are the world's others
+//! (the world: the job's ranks, at least up to the highest rank named).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,11 +28,17 @@ const CITED: usize = 4;
 #[derive(Default)]
 struct Stalls {
     missing: BTreeMap<u32, BTreeSet<String>>,
+    /// Tensor → ranks that submitted it (the 0.9–0.15 warning).
+    ready: BTreeMap<String, BTreeSet<u32>>,
     cited: Vec<EventIdx>,
 }
 
 pub fn stalled_tensors(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let stalls = read_blocks(ctx);
+    let mut stalls = read_blocks(ctx);
+    let ready = std::mem::take(&mut stalls.ready);
+    for (tensor, rank) in missing_from_ready(&ready, ctx.job.ranks_at_least()) {
+        stalls.missing.entry(rank).or_default().insert(tensor);
+    }
     if stalls.missing.is_empty() {
         return None;
     }
@@ -45,7 +56,21 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::HorovodStall) {
         let (file, line) = (ev.origin.file, ev.origin.line);
         match ev.text_field("role") {
-            Some("warning") => block = Some((file, line)),
+            Some("warning") => {
+                block = Some((file, line));
+                if let Some(entries) = ev.text_field("entries") {
+                    read_ready(entries, &mut out.ready);
+                    out.cited.push(idx);
+                }
+            }
+            // A paste's broken-up 0.9–0.15 warning may have lost its head:
+            // `[ready ranks: …]` is Horovod's alone.
+            Some("ready") => {
+                if let Some(entries) = ev.text_field("entries") {
+                    read_ready(entries, &mut out.ready);
+                    out.cited.push(idx);
+                }
+            }
             Some("missing") => {
                 let Some((f, last)) = block else { continue };
                 if f != file || line <= last || line > last + BLOCK_GAP {
@@ -71,6 +96,47 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
     out
 }
 
+/// `T1 [ready ranks: 2, 0, 1], T2 [ready ranks: 3]` into `ready`.
+fn read_ready(entries: &str, ready: &mut BTreeMap<String, BTreeSet<u32>>) {
+    const MARK: &str = " [ready ranks:";
+    let mut rest = entries;
+    while let Some(at) = rest.find(MARK) {
+        let before = &rest[..at];
+        let tensor = before
+            .rsplit(|c: char| c == ',' || c.is_whitespace())
+            .next()
+            .unwrap_or_default();
+        let after = &rest[at + MARK.len()..];
+        let Some(end) = after.find(']') else { break };
+        let ranks = after[..end]
+            .split(',')
+            .filter_map(|r| r.trim().parse::<u32>().ok());
+        if !tensor.is_empty() {
+            ready.entry(tensor.to_string()).or_default().extend(ranks);
+        }
+        rest = &after[end..];
+    }
+}
+
+/// (tensor, rank) for each rank of the world that did not submit a tensor
+/// others did. The world is at least `known` ranks and every rank named.
+fn missing_from_ready(ready: &BTreeMap<String, BTreeSet<u32>>, known: usize) -> Vec<(String, u32)> {
+    let highest = ready
+        .values()
+        .flatten()
+        .max()
+        .map_or(0, |&r| r as usize + 1);
+    let world = known.max(highest) as u32;
+    ready
+        .iter()
+        .flat_map(|(tensor, ranks)| {
+            (0..world)
+                .filter(|r| !ranks.contains(r))
+                .map(move |r| (tensor.clone(), r))
+        })
+        .collect()
+}
+
 /// Two listed ranks each lack a tensor the other one submitted.
 fn diverged(missing: &BTreeMap<u32, BTreeSet<String>>) -> bool {
     let sets: Vec<&BTreeSet<String>> = missing.values().collect();
@@ -83,6 +149,9 @@ fn diverged(missing: &BTreeMap<u32, BTreeSet<String>>) -> bool {
 
 fn mismatch(stalls: &Stalls) -> Hypothesis {
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    if let Some(odd) = odd_side(&stalls.missing) {
+        h.ranks = odd;
+    }
     let detail: Vec<String> = stalls
         .missing
         .iter()
@@ -102,6 +171,21 @@ fn mismatch(stalls: &Stalls) -> Hypothesis {
         );
     }
     h
+}
+
+/// Where the ranks fall in exactly two groups by what they lack, the
+/// smaller group (a lone rank on another code path than the rest).
+fn odd_side(missing: &BTreeMap<u32, BTreeSet<String>>) -> Option<BTreeSet<u32>> {
+    let mut groups: BTreeMap<&BTreeSet<String>, BTreeSet<u32>> = BTreeMap::new();
+    for (&rank, tensors) in missing {
+        groups.entry(tensors).or_default().insert(rank);
+    }
+    let mut sides: Vec<BTreeSet<u32>> = groups.into_values().collect();
+    if sides.len() != 2 {
+        return None;
+    }
+    sides.sort_by_key(BTreeSet::len);
+    (sides[0].len() < sides[1].len()).then(|| sides.swap_remove(0))
 }
 
 fn stalled(ctx: &Ctx<'_>, stalls: &Stalls) -> Hypothesis {
@@ -166,6 +250,42 @@ mod tests {
             Some("ALLREDUCE")
         );
         assert_eq!(op_of("grouped_allreduce.x"), None);
+    }
+
+    #[test]
+    fn ready_ranks_of_the_one_line_warning_give_the_ranks_missing_v0_15() {
+        let mut ready = BTreeMap::new();
+        read_ready(
+            "HorovodAllreduce_loss_0 [ready ranks: 3], Opt/HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]",
+            &mut ready,
+        );
+        assert_eq!(ready["HorovodAllreduce_loss_0"], BTreeSet::from([3]));
+        assert_eq!(
+            ready["Opt/HorovodAllreduce_grad_0"],
+            BTreeSet::from([0, 1, 2])
+        );
+        let missing = missing_from_ready(&ready, 0);
+        assert!(missing.contains(&("HorovodAllreduce_loss_0".into(), 0)));
+        assert!(missing.contains(&("Opt/HorovodAllreduce_grad_0".into(), 3)));
+        assert_eq!(missing.len(), 4);
+        // A world known to be larger: the ranks above every named one too.
+        assert_eq!(missing_from_ready(&ready, 5).len(), 6);
+    }
+
+    #[test]
+    fn the_smaller_of_two_sides_is_the_odd_one() {
+        let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let mut m = BTreeMap::new();
+        for r in 0..3 {
+            m.insert(r, set(&["loss"]));
+        }
+        m.insert(3, set(&["grad"]));
+        assert_eq!(odd_side(&m), Some(BTreeSet::from([3])));
+        m.insert(4, set(&["grad"]));
+        m.insert(5, set(&["grad"]));
+        assert_eq!(odd_side(&m), None);
+        m.insert(6, set(&["other"]));
+        assert_eq!(odd_side(&m), None);
     }
 
     #[test]
