@@ -69,6 +69,45 @@ fn a_stopped_run_across_two_hosts_is_not_put_on_the_gpus_of_one() {
     assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
 }
 
+/// nccl-tests#217's shape (`-g 1`, NCCL 2.21.5): one GPU, set-up lines,
+/// then nothing. One GPU has no peer to hang with; its own sockets did
+/// (security software held them): not the GPUs' path.
+#[test]
+fn a_stopped_run_of_one_gpu_is_not_a_p2p_hang_nccl_2_21() {
+    let log = "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n\
+#\n\
+# Using devices\n\
+#  Rank  0 Group  0 Pid  69438 on ws1 device  0 [0x01] NVIDIA RTX A6000\n\
+ws1:69438:69438 [0] NCCL INFO Bootstrap : Using enp3s0f0:10.50.56.33<0>\n\
+NCCL version 2.21.5+cuda12.4\n\
+ws1:69438:69444 [0] NCCL INFO NET/IB : No device found.\n";
+    let v = common::verdict_of(&[("out.log", log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    let two = log.replace("nGpus 1", "nGpus 2").replace(
+        "#  Rank  0 Group  0 Pid  69438 on ws1 device  0 [0x01] NVIDIA RTX A6000\n",
+        "#  Rank  0 Group  0 Pid  69438 on ws1 device  0 [0x01] NVIDIA RTX A6000\n#  Rank  1 Group  0 Pid  69438 on ws1 device  1 [0x02] NVIDIA RTX A6000\n",
+    );
+    let v = common::verdict_of(&[("out.log", &two)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}
+
+/// nccl-tests' first releases (built against NCCL 1.x, nccl-tests#5's
+/// shape) print a failure without `Test `: the run failed visibly, it did
+/// not stop silently in a transfer.
+#[test]
+fn a_failure_of_the_first_nccl_tests_releases_is_no_silent_stop_nccl_1_3() {
+    let log = "# NCCL Tests compiled with NCCL 1.0\n\
+# Using devices\n\
+#   Rank  0 on     node03 device  0 [0x00] Tesla P100-PCIE-16GB\n\
+#   Rank  1 on     node03 device  1 [0x00] Tesla P100-PCIE-16GB\n\
+\n\
+#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n\
+NCCL failure all_reduce.cu:95 'unhandled cuda error'\n";
+    let v = common::verdict_of(&[("out.log", log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_ne!(v["status"], "hang", "{v:#}");
+}
+
 /// nccl#606's shape: a run that printed its devices and NCCL's set-up, then
 /// nothing, and an `lspci -vvv` of the host with ACS source validation on
 /// two bridges. The snapshot is a second, independent source.

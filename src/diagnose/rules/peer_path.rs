@@ -88,7 +88,8 @@ pub fn stuck_between_gpus(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothes
     if let Some(detail) = first_collective_never_finished(ctx, hang, &mut h) {
         details.push(detail);
     }
-    if let Some(run) = run.as_ref().filter(|r| r.stopped(ctx.job)) {
+    // One GPU has no peer to hang with (its bootstrap still uses sockets).
+    if let Some(run) = run.as_ref().filter(|r| r.stopped(ctx.job) && r.ranks != 1) {
         details.push(test_stopped(run, &mut h));
     }
     let acs = acs_on(ctx.job);
