@@ -744,3 +744,37 @@ fn a_gpu_without_a_pci_sysfs_path_fails_init_until_2_10_3_nccl_2_9_9() {
     let doc = analyze(job(&[("rank0.log", nic)]).path());
     assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
 }
+
+/// nccl#379's shape: a topology file (NCCL_TOPO_FILE) describing both
+/// sockets of an 8-GPU box, a job using fewer GPUs, init failing on the CPU
+/// node of the unused socket. 2.6.4–2.8.2 do this (2.8.3's notes fix it);
+/// 2.6.4–2.7.8's `xml.h:77` dates it where no banner is printed. From 2.8.3
+/// on the same warning is the file's own fault.
+#[test]
+fn a_topology_file_with_more_gpus_than_used_fails_init_until_2_8_3_nccl_2_7_8() {
+    let run = |version: Option<&str>, line: u32| {
+        let mut lines = version
+            .map(|v| init("dgx1", 4410, 0, v))
+            .unwrap_or_default();
+        lines.extend([
+            format!("dgx1:4410:4471 [0] graph/xml.h:{line} NCCL WARN Attribute arch of node cpu not found"),
+            "dgx1:4410:4471 [0] NCCL INFO graph/topo.cc:380 -> 3".into(),
+            "dgx1:4410:4471 [0] NCCL INFO init.cc:581 -> 3".into(),
+            "dgx1:4410:4471 [0] NCCL INFO group.cc:73 -> 3 [Async thread]".into(),
+        ]);
+        analyze(job(&[("rank0.log", lines)]).path())
+    };
+    for (version, line) in [(Some("2.7.8+cuda11.0"), 77), (None, 77)] {
+        let doc = run(version, line);
+        assert_eq!(doc["verdict"]["cause"]["kind"], "nccl_bug", "{version:?}");
+        assert_names(&doc, "topo_injection_fewer_gpus", &["fixed in 2.8.3"]);
+    }
+    for (version, line) in [(Some("2.8.3+cuda11.0"), 80), (None, 85)] {
+        let doc = run(version, line);
+        assert!(nccl_bug(&doc).is_none(), "{version:?} {:?}", kinds(&doc));
+        assert_eq!(
+            doc["verdict"]["cause"]["kind"], "config_mismatch",
+            "{version:?}"
+        );
+    }
+}

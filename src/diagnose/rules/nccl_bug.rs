@@ -306,7 +306,8 @@ fn is_nccl_error(ev: &Event) -> bool {
         | EventKind::VerbsCallFailed
         | EventKind::ProxyError
         | EventKind::IbCompletionError
-        | EventKind::IbAsyncEvent => true,
+        | EventKind::IbAsyncEvent
+        | EventKind::TopologyFileError => true,
         _ => false,
     }
 }

@@ -20,6 +20,7 @@ const SYMPTOM_KINDS: &[EventKind] = &[
     EventKind::ProxyError,
     EventKind::CudaFailure,
     EventKind::NvlsFailure,
+    EventKind::TopologyFileError,
     EventKind::NcclErrorChain,
     EventKind::NcclWarn,
     EventKind::RasEvent,
