@@ -445,6 +445,28 @@ NvYt-dcf441d17e21:97:221 [0] include/socket.h:403 NCCL WARN Connect to fe80::745
     assert!(!summary.contains("veth0"), "{summary}");
 }
 
+/// returnn#1470's shape (NCCL 2.10, one process): bootstrap on an
+/// InfiniBand interface with only its IPv6 link-local address, and bind()
+/// refusing it (`Cannot assign requested address`). The address NCCL chose
+/// is not usable: the interface, decided (not a lead).
+#[test]
+fn a_bind_refused_on_the_chosen_address_is_the_interface_nccl_2_10() {
+    let head = "\
+nd20-01:275975:275975 [0] NCCL INFO Bootstrap : Using ib0:fe80::ba59:9f03:fc:765c%ib0<0>
+nd20-01:275975:275975 [0] NCCL INFO NET/Plugin : No plugin found, using internal implementation
+";
+    let bind = "\
+nd20-01:275975:275975 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested address
+nd20-01:275975:275975 [0] NCCL INFO bootstrap.cc:176 -> 2
+nd20-01:275975:275975 [0] NCCL INFO bootstrap.cc:201 -> 2
+";
+    let v = &common::report_of(&[("out.log", &format!("{head}{bind}"))])["verdict"];
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["cause"]["host"], "nd20-01", "{v:#}");
+    let alone = &common::report_of(&[("out.log", head)])["verdict"];
+    assert_ne!(alone["cause"]["kind"], "socket_interface", "{alone:#}");
+}
+
 /// horovod#110's shape (NCCL 2.3.5 under mpirun, TensorFlow): NCCL lists a
 /// bond with only a link-local address beside the bridge, its connect times
 /// out, and TensorFlow's session dies of `ncclCommInitRank failed: unhandled

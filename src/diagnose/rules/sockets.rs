@@ -58,6 +58,23 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             EventKind::SocketError if ev.text_field("op") == Some("connect") => {
                 connect_errors.push(idx)
             }
+            // bind() refusing the address NCCL chose (EADDRNOTAVAIL): the
+            // address is not this host's to use: an IPv6 link-local one
+            // without its scope, another host's (NCCL_COMM_ID), a stale one.
+            EventKind::SocketError
+                if ev.text_field("op") == Some("bind")
+                    && ev
+                        .text_field("error")
+                        .is_some_and(|e| e.contains("Cannot assign requested address")) =>
+            {
+                keep_host_or_reporters(&mut iface_hyp, ev);
+                iface_hyp.support(
+                    Source::Nccl,
+                    0.6,
+                    Some(idx),
+                    "NCCL could not bind the address of the interface it chose (`Cannot assign requested address`): that address is not usable on this host",
+                );
+            }
             // Open MPI dialled one process and another answered: two hosts
             // share the address it dialled (a docker0 or virbr0 every host
             // has), on an interface its TCP transport should not use.
