@@ -218,6 +218,22 @@ fn a_rank_outside_the_world_is_the_launchs_layout_nccl_2_7() {
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
 
+/// pytorch#46248's shape (PyTorch's DDP tests, NCCL 2.7): three processes
+/// of two GPUs each join a communicator of six ranks, one process having
+/// been told the world is three. NCCL's bootstrap root (2.3–2.22) says so.
+#[test]
+fn processes_giving_different_rank_counts_are_the_launchs_layout_nccl_2_7() {
+    let log = "\
+taurusml26:67298:67298 [0] NCCL INFO Launch mode Parallel
+taurusml26:67298:67405 [0] bootstrap.cc:190 NCCL WARN Bootstrap Root : mismatch in rank count from procs 6 : 3
+";
+    let v = common::verdict_of(&[("test.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("gave 6 and 3 ranks"), "{summary}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}
+
 /// nccl#653's shape (Megatron under `srun --label`, NCCL 2.24+ wording, the
 /// host field empty): NCCL_ALGO forced CollNet where no CollNet network
 /// exists, so no algorithm can run the first all-reduce. Without a setting
