@@ -459,4 +459,19 @@ jupyter-a:15833:15833 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC
     let v = common::verdict_of(&[("all_reduce_perf.log", &two)]);
     let summary = v["cause"]["summary"].as_str().unwrap_or("");
     assert!(!summary.contains("ACSCtl"), "{summary}");
+
+    // nccl-tests#125's shape: the second host's processes printed no NCCL
+    // line, but the run's rank lines place half the ranks there.
+    let silent_second = format!(
+        "#  Rank  0 Group  0 Pid  263 on  jupyter-a device  0 [0x00] Tesla T4\n\
+         #  Rank  1 Group  0 Pid  311 on  jupyter-b device  0 [0x00] Tesla T4\n{log}"
+    );
+    let v = common::verdict_of(&[("all_reduce_perf.log", &silent_second)]);
+    let summary = v["cause"]["summary"].as_str().unwrap_or("");
+    assert!(!summary.contains("ACSCtl"), "{summary}");
+    // A host whose only line is a channel through the network.
+    let over_net = log.replace("via P2P/IPC", "via P2P/IPC\njupyter-a:15833:15840 [0] NCCL INFO Channel 00/0 : 2[0] -> 0[0] [send] via NET/Socket/0");
+    let v = common::verdict_of(&[("all_reduce_perf.log", &over_net)]);
+    let summary = v["cause"]["summary"].as_str().unwrap_or("");
+    assert!(!summary.contains("ACSCtl"), "{summary}");
 }

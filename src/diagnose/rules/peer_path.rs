@@ -224,6 +224,12 @@ fn one_host(job: &Job, run: Option<&TestRun>) -> Option<String> {
     (!over_network).then(|| host.to_string())
 }
 
+/// The one host every rank of the job ran on, where the logs show one
+/// (with an nccl-tests run's rank lines, and no channel over the network).
+pub fn the_one_host(job: &Job) -> Option<String> {
+    one_host(job, nccl_tests_run(job).as_ref())
+}
+
 /// NCCL_P2P_DISABLE=1 takes peer-to-peer out of the picture.
 fn p2p_disabled(job: &Job) -> bool {
     job.env
