@@ -69,6 +69,8 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             && let Some(n) = cri_stream(s)
         {
             pos += n;
+        } else if let Some(n) = compose_service(s) {
+            pos += n;
         } else if let Some((t, n)) = leading_stamp(s) {
             if !f.time.is_some() {
                 f.time = t;
@@ -272,6 +274,26 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// `trainer-worker-1  | ` (Compose v2) or `bug_1  | ` (v1): the container
+/// `docker compose up` / `logs` names before each of its lines, padded to
+/// align the bars. The container's own prefix (NCCL's host) follows.
+fn compose_service(s: &[u8]) -> Option<usize> {
+    let name_len = s.iter().position(|&b| b == b' ')?;
+    let name = &s[..name_len];
+    let digits = name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let stem = &name[..name_len - digits];
+    let named = digits > 0
+        && name[0].is_ascii_alphanumeric()
+        && matches!(stem.last(), Some(b'-' | b'_'))
+        && stem.len() > 1
+        && stem
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    let bar = name_len + spaces(&s[name_len..]);
+    (named && s.get(bar) == Some(&b'|') && s.get(bar + 1).is_none_or(|&b| b == b' '))
+        .then(|| bar + 1 + usize::from(s.get(bar + 1) == Some(&b' ')))
 }
 
 /// `stderr F `: the stream and full/partial tag the container runtime
@@ -628,6 +650,21 @@ mod tests {
         // A pipe that is not a stamp's cell stays in the body.
         let f = plain(b"| rank | host |");
         assert_eq!(f.body, b"| rank | host |");
+    }
+
+    #[test]
+    fn a_compose_containers_name_is_peeled_docker_compose_v1_and_v2() {
+        // pytorch#73790's shape: `docker-compose up` of one container per node.
+        let f = plain(b"bug_1  | node4:103:203 [0] NCCL INFO NET/IB : No device found.");
+        assert_eq!(f.who.host.as_deref(), Some("node4"));
+        assert_eq!(f.body, b"NET/IB : No device found.");
+        let f = plain(b"trainer-worker-12 | [rank3]:[E ProcessGroupNCCL.cpp:475] x");
+        assert_eq!(f.who.rank, Some(3));
+        // Not a container's name: no number after its dash, or a table.
+        let f = plain(b"step-x  | loss 2.1");
+        assert_eq!(f.body, b"step-x  | loss 2.1");
+        let f = plain(b"epoch_3 |loss 2.1");
+        assert_eq!(f.body, b"epoch_3 |loss 2.1");
     }
 
     #[test]
