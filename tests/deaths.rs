@@ -117,6 +117,36 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n";
     );
 }
 
+/// torch 2.8's shape: a traceback whose exception names the program's own
+/// CUDA fault (`torch.AcceleratorError: CUDA error: an illegal memory
+/// access …`) and no rank. A process crashed, rank unknown; a hardware
+/// fault's wording is not put on the program, and on several hosts the
+/// process could be any.
+#[test]
+fn a_rankless_cuda_fault_of_the_program_is_a_crash_torch_2_8() {
+    let tb = |error: &str| {
+        format!(
+            "Traceback (most recent call last):\n  File \"/workspace/train.py\", line 180, in main\n    loss.backward()\n\
+             torch.AcceleratorError: CUDA error: {error}\n\
+             CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+        )
+    };
+    let v = common::verdict_of(&[("train.log", &tb("an illegal memory access was encountered"))]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["status"], "crash", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("illegal memory access"), "{summary}");
+
+    let ecc = common::verdict_of(&[("train.log", &tb("uncorrectable ECC error encountered"))]);
+    assert_ne!(ecc["cause"]["kind"], "process_crash", "{ecc:#}");
+
+    let hosts = "node1:10:10 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n\
+                 node2:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n";
+    let two = format!("{hosts}{}", tb("an illegal memory access was encountered"));
+    let v = common::verdict_of(&[("train.log", &two)]);
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+}
+
 /// AnomalyGPT#43's shape (DeepSpeed 0.x launcher, one node): the command
 /// list of the failed worker is wrapped, so `] exits with return code = -9`
 /// stands without its `--local_rank`. A worker was SIGKILLed (host memory:

@@ -150,7 +150,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         out.push(h);
     }
     if out.is_empty() {
-        out.extend(unranked_crash(ctx));
+        out.extend(unranked_crash(ctx).or_else(|| unranked_program_fault(ctx)));
     }
     add_program_faults(ctx, &mut out);
     out.extend(super::shm::shm_exhausted(ctx));
@@ -201,6 +201,43 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     for &ev in d.evidence.iter().take(1) {
         h.support(Source::Launcher, weight, Some(ev), death_why(d));
     }
+    Some(h)
+}
+
+/// An exception no line ties to a rank, of the program's own CUDA work (an
+/// illegal memory access, a device-side assert; torch 2.8+ raises it as
+/// `torch.AcceleratorError`): the process it killed crashed, on its host
+/// where the line names one. Only where the job shows one host or none (on
+/// several it could be any process); weaker than a death tied to a rank.
+fn unranked_program_fault(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    if ctx.job.hosts.len() > 1 {
+        return None;
+    }
+    let (idx, ev, error) = ctx
+        .job
+        .events_where(|k| k == EventKind::PythonException)
+        .filter(|(_, ev)| ev.who.rank.is_none())
+        .find_map(|(idx, ev)| {
+            let error = super::cuda_error_text(ev)?;
+            (ctx.kb.gpu_error_weight(error) == 0.0).then_some((idx, ev, error))
+        })?;
+    let mut h = Hypothesis::new(CauseKind::ProcessCrash);
+    h.host = ctx.job.host_of_event(ev).map(str::to_string);
+    let host = h
+        .host
+        .as_ref()
+        .map_or(String::new(), |h| format!(" on {h}"));
+    h.value("who", format!("A process{host}"));
+    let exc = ev.text_field("exc_type").unwrap_or("an exception");
+    h.value("reason", clip(&format!("{exc}: CUDA error: {error}"), 200));
+    h.support(
+        Source::Launcher,
+        0.4,
+        Some(idx),
+        format!(
+            "a process died of its own CUDA work's error (`{error}`), which no line ties to a rank"
+        ),
+    );
     Some(h)
 }
 
