@@ -24,6 +24,7 @@ mod gpudirect;
 mod horovod;
 mod invalid_rank;
 mod kernel;
+mod launch_env;
 mod main_process;
 mod nccl_bug;
 mod nccl_cuda;
@@ -92,6 +93,7 @@ pub fn hypotheses(
                 .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
                 .chain(nccl_cuda::hypotheses(ctx))
+                .chain(launch_env::settings_on_some_hosts(ctx, hang))
                 .collect()
         },
         &|| application::hypotheses(ctx, hang),

@@ -9,7 +9,7 @@
 //! run that stopped before its table's footer; an `lspci -vvv` snapshot
 //! with ACS on (`gpu_fault`, `p2p_hang` variant).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
@@ -22,6 +22,8 @@ use super::Ctx;
 pub struct TestRun {
     /// Hosts its rank lines name.
     pub hosts: BTreeSet<String>,
+    /// The ranks its rank lines place on each host.
+    pub placed: BTreeMap<String, BTreeSet<u32>>,
     pub ranks: usize,
     pub header: Option<EventIdx>,
     /// The last size (bytes) the table shows, with its line.
@@ -47,7 +49,11 @@ pub fn nccl_tests_run(job: &Job) -> Option<TestRun> {
         run.first_line.get_or_insert(idx);
         if ev.kind == EventKind::NcclTestsRank {
             run.ranks += 1;
-            run.hosts.extend(ev.text_field("node").map(str::to_string));
+            if let Some(node) = ev.text_field("node") {
+                run.hosts.insert(node.to_string());
+                let ranks = run.placed.entry(node.to_string()).or_default();
+                ranks.extend(ev.int("rank").map(|r| r as u32));
+            }
             continue;
         }
         match ev.text_field("what") {
