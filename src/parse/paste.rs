@@ -17,20 +17,35 @@ static AUTOLINK: LazyLock<memmem::Finder<'static>> =
 /// The line as it was before pasting; borrowed when nothing needed undoing.
 pub fn unpaste(line: &[u8]) -> Cow<'_, [u8]> {
     let line = inside_box_borders(line);
-    let quoted = line.starts_with(b"> ") || line == b">";
+    let quote = quote_markers(line);
     let linked = AUTOLINK.find(line).is_some();
-    if !quoted && !linked {
+    if quote == 0 && !linked {
         return Cow::Borrowed(line);
     }
-    let line = if quoted {
-        &line[line.len().min(2)..]
-    } else {
-        line
-    };
+    let line = &line[quote..];
     if !linked {
         return Cow::Borrowed(line);
     }
     Cow::Owned(strip_autolinks(line))
+}
+
+/// The length of the quote markers that start a line: `> `, a reply's
+/// reply's `> > > ` or `>> ` (mail and forum quoting nests them), and a bare
+/// `>` that quotes an empty line.
+fn quote_markers(line: &[u8]) -> usize {
+    let (mut at, mut whole) = (0, 0);
+    while line.get(at) == Some(&b'>') {
+        match line.get(at + 1) {
+            Some(b' ') => {
+                at += 2;
+                whole = at;
+            }
+            Some(b'>') => at += 1,
+            None => return line.len(),
+            Some(_) => break,
+        }
+    }
+    whole
 }
 
 /// A terminal viewer's frame around each line (k9s, `kubectl` in a TUI:
@@ -92,6 +107,20 @@ fn autolink_at(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_quote_markers_are_undone() {
+        let line = b"> > > node5:104:204 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB";
+        assert_eq!(
+            &*unpaste(line),
+            &b"node5:104:204 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB"[..]
+        );
+        assert_eq!(&*unpaste(b">> node5:1:2 [0] x"), &b"node5:1:2 [0] x"[..]);
+        assert_eq!(&*unpaste(b">"), &b""[..]);
+        // Not quote markers: a comparison, an arrow.
+        assert_eq!(&*unpaste(b">>x"), &b">>x"[..]);
+        assert_eq!(&*unpaste(b">x > y"), &b">x > y"[..]);
+    }
 
     #[test]
     fn markdown_autolinks_and_quotes_are_undone() {
