@@ -99,7 +99,7 @@ fn hosts_of_ranks(run: &TestRun) -> BTreeMap<String, BTreeSet<u32>> {
 /// Short hosts whose processes wrote NCCL lines, and the files those lines
 /// are in.
 fn hosts_printing_nccl(ctx: &Ctx<'_>) -> (BTreeSet<String>, BTreeSet<FileId>) {
-    let mut hosts = BTreeSet::new();
+    let mut hosts: BTreeSet<&str> = BTreeSet::new();
     let mut files = BTreeSet::new();
     for ev in ctx
         .job
@@ -108,9 +108,9 @@ fn hosts_printing_nccl(ctx: &Ctx<'_>) -> (BTreeSet<String>, BTreeSet<FileId>) {
         .filter(|e| e.pattern.starts_with("nccl."))
     {
         if let Some(host) = ev.who.host.as_deref() {
-            hosts.insert(short_host_of(host));
+            hosts.insert(host);
             files.insert(ev.origin.file);
         }
     }
-    (hosts, files)
+    (hosts.into_iter().map(short_host_of).collect(), files)
 }
