@@ -108,6 +108,21 @@ NCCL failure all_reduce.cu:95 'unhandled cuda error'\n";
     assert_ne!(v["status"], "hang", "{v:#}");
 }
 
+/// nccl-tests relays a failed check up its call chain (` .. host pid N:
+/// Test failure common.cu:L`, TESTCHECK, 2018+): a paste that kept only
+/// those lines still shows a run that failed, not one that stopped
+/// silently in a transfer.
+#[test]
+fn relayed_test_failures_are_a_failure_not_a_silent_stop_nccl_tests_2_13() {
+    let log = format!(
+        "{} .. 4090-INSTALL pid 871210: Test failure common.cu:1454\n .. 4090-INSTALL pid 871210: Test failure all_reduce.cu:90\n",
+        test_preamble(["4090-INSTALL", "4090-INSTALL"])
+    );
+    let v = common::verdict_of_owned(&[("all_reduce.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_ne!(v["status"], "hang", "{v:#}");
+}
+
 /// nccl#606's shape: a run that printed its devices and NCCL's set-up, then
 /// nothing, and an `lspci -vvv` of the host with ACS source validation on
 /// two bridges. The snapshot is a second, independent source.
