@@ -71,6 +71,9 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             pos += n;
         } else if let Some(n) = compose_service(s) {
             pos += n;
+        } else if let Some((n, host)) = host_arrow(s) {
+            apply_tag(&mut f.who, Tag::Host(host));
+            pos += n;
         } else if let Some((t, n)) = leading_stamp(s) {
             if !f.time.is_some() {
                 f.time = t;
@@ -147,7 +150,10 @@ fn writer_prefix(s: &[u8], f: &mut Frame<'_>) -> usize {
         return if n > 0 { sp + n } else { 0 };
     }
     if let Some(p) = nccl_writer(s) {
-        f.who.host = Some(p.host);
+        // An empty host field leaves the host a collector's prefix named.
+        if !p.host.is_empty() {
+            f.who.host = Some(p.host);
+        }
         f.who.pid = Some(p.pid);
         f.who.tid = Some(p.tid);
         f.level = Some(p.level);
@@ -294,6 +300,19 @@ fn compose_service(s: &[u8]) -> Option<usize> {
     let bar = name_len + spaces(&s[name_len..]);
     (named && s.get(bar) == Some(&b'|') && s.get(bar + 1).is_none_or(|&b| b == b' '))
         .then(|| bar + 1 + usize::from(s.get(bar + 1) == Some(&b' ')))
+}
+
+/// `worker-0 >> `: the host a job platform's log collector puts before each
+/// line it gathered (after its own stamp), seen in front of NCCL's prefix
+/// and of torch's `[rank0]:`.
+fn host_arrow(s: &[u8]) -> Option<(usize, &[u8])> {
+    let end = s.iter().take(128).position(|&b| b == b' ')?;
+    let host = &s[..end];
+    let named = host.first().is_some_and(u8::is_ascii_alphanumeric)
+        && host
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    (named && s[end..].starts_with(b" >> ")).then_some((end + 4, host))
 }
 
 /// `stderr F `: the stream and full/partial tag the container runtime
@@ -650,6 +669,21 @@ mod tests {
         // A pipe that is not a stamp's cell stays in the body.
         let f = plain(b"| rank | host |");
         assert_eq!(f.body, b"| rank | host |");
+    }
+
+    #[test]
+    fn a_collectors_host_arrow_names_the_host() {
+        // nccl#1808's shape: NCCL's own host field empty behind the arrow.
+        let f = plain(b"2025-08-12 09:37:02.216313 worker-9 >> :168:1228 [2] NCCL INFO NET/IB : No device found.");
+        assert_eq!(f.who.host.as_deref(), Some("worker-9"));
+        assert_eq!(f.body, b"NET/IB : No device found.");
+        // DeepSpeed#7044's shape: torch's rank prefix behind it.
+        let f = plain(b"[2026-02-22 23:55:59] worker-0 >> [rank0]: RuntimeError: x");
+        assert_eq!(f.who.host.as_deref(), Some("worker-0"));
+        assert_eq!(f.who.rank, Some(0));
+        // A shell's redirection in a command line is no prefix.
+        let f = plain(b"echo x >> out.log");
+        assert_eq!(f.who.host, None);
     }
 
     #[test]

@@ -49,7 +49,9 @@ pub fn parse_prefix(s: &[u8]) -> Option<NcclPrefix<'_>> {
         .take(256)
         .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         .count();
-    if host_len == 0 || s.get(host_len) != Some(&b':') {
+    // An empty host field: a log collector that moved the host in front
+    // (`worker-9 >> :168:1228 [2] NCCL INFO …`); the rest must still fit.
+    if s.get(host_len) != Some(&b':') {
         return None;
     }
     let mut i = host_len + 1;
