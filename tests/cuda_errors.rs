@@ -174,6 +174,33 @@ fn channel_lines_tie_a_process_to_its_rank_when_no_init_line_does_nccl_2_18() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
 
+/// The same in NCCL 2.4's words (pytorch#37325's shape): network ring lines
+/// print no devices (`Ring 00 : 16 -> 32 [receive] via NET/IB/0`) and the
+/// SHM transport is `via direct shared memory`. They still place each
+/// process on its rank.
+#[test]
+fn ring_lines_of_nccl_2_4_place_processes_too_nccl_2_4() {
+    let mut log = String::new();
+    for (rank, pid) in [(32u32, 8595u32), (33, 8596)] {
+        let dev = rank - 32;
+        log.push_str(&format!(
+            "c0ffee:{pid}:{} [{dev}] NCCL INFO Ring 00 : {} -> {rank} [receive] via NET/IB/0\n",
+            pid + 500,
+            rank - 16
+        ));
+        log.push_str(&format!(
+            "c0ffee:{pid}:{} [{dev}] NCCL INFO Ring 01 : {rank}[{dev}] -> {}[{}] via direct shared memory\n",
+            pid + 500,
+            rank + 1,
+            dev + 1
+        ));
+    }
+    log.push_str("c0ffee:8596:8596 [1] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n");
+    let v = common::verdict_of_owned(&[("train.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([33]), "{v:#}");
+}
+
 /// The CUDA error in a traceback's last line, in the wordings of older and
 /// newer torch: THC's `cuda runtime error (39) : … at` (torch ≤1.4,
 /// semantic-segmentation#33) and the device count's `Error 802: system not

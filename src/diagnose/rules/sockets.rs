@@ -162,7 +162,11 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             !connect_errors.is_empty() || (first && (retried || socket_call_failed));
         // A channel routed over the interface is traffic that must cross
         // hosts there, not just an interface on a list.
-        let (w, why) = match (s.carries_channel, connects_failed, first && hosts_never_met) {
+        // A channel over it is traffic that had to cross hosts there; with
+        // nothing failing (communicators up, no connect lost) it is a lead.
+        let carries = s.carries_channel
+            && (connects_failed || retried || socket_call_failed || hosts_never_met);
+        let (w, why) = match (carries, connects_failed, first && hosts_never_met) {
             // Two hosts that print one address for themselves cannot be
             // told apart: a peer dialling it reaches its own host (each
             // host's container on Docker's default bridge is 172.17.0.2).
