@@ -84,7 +84,7 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             // Only where no writer's prefix starts the line (most lines
             // have one: this costs them nothing).
             if n == 0
-                && let Some(g) = grep_file_prefix(s)
+                && let Some(g) = grep_file_prefix(s).or_else(|| viewer_label(s))
             {
                 pos += g;
                 continue;
@@ -111,6 +111,21 @@ fn without_ray_dedup_note(body: &[u8]) -> &[u8] {
         Some(message) if count > 0 => message,
         _ => body,
     }
+}
+
+/// `pytorch `: the container or stream label a log viewer shows before each
+/// line (nccl#879's Kubernetes console). Peeled only where an NCCL prefix
+/// follows, so no message's first word is lost.
+fn viewer_label(s: &[u8]) -> Option<usize> {
+    let word = s
+        .iter()
+        .take(64)
+        .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
+        .count();
+    if word == 0 || s.get(word) != Some(&b' ') {
+        return None;
+    }
+    nccl_writer(&s[word + 1..]).map(|_| word + 1)
 }
 
 /// `LOG1.0.txt:` or `rank3.log:120:`: the file name (and line number) grep
@@ -669,6 +684,17 @@ mod tests {
         // A pipe that is not a stamp's cell stays in the body.
         let f = plain(b"| rank | host |");
         assert_eq!(f.body, b"| rank | host |");
+    }
+
+    #[test]
+    fn a_viewers_label_before_an_nccl_prefix_is_peeled() {
+        // nccl#879's shape: a console's container label before each line.
+        let f = plain(b"pytorch card-16-master-0:22789:28201 [0] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (14 != 0)");
+        assert_eq!(f.who.host.as_deref(), Some("card-16-master-0"));
+        assert!(f.nccl);
+        // A first word before anything else stays.
+        let f = plain(b"pytorch version 2.1.0");
+        assert_eq!(f.body, b"pytorch version 2.1.0");
     }
 
     #[test]
