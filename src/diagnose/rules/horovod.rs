@@ -55,22 +55,15 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
     let mut block: Option<(FileId, u64)> = None;
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::HorovodStall) {
         let (file, line) = (ev.origin.file, ev.origin.line);
+        // The 0.9–0.15 warning's `[ready ranks: …]` entries, on its own line
+        // or on lines a paste broke it into (its head maybe lost: the
+        // entries are Horovod's alone, read without a block).
+        if let Some(entries) = ev.text_field("entries") {
+            read_ready(entries, &mut out.ready);
+            out.cited.push(idx);
+        }
         match ev.text_field("role") {
-            Some("warning") => {
-                block = Some((file, line));
-                if let Some(entries) = ev.text_field("entries") {
-                    read_ready(entries, &mut out.ready);
-                    out.cited.push(idx);
-                }
-            }
-            // A paste's broken-up 0.9–0.15 warning may have lost its head:
-            // `[ready ranks: …]` is Horovod's alone.
-            Some("ready") => {
-                if let Some(entries) = ev.text_field("entries") {
-                    read_ready(entries, &mut out.ready);
-                    out.cited.push(idx);
-                }
-            }
+            Some("warning") => block = Some((file, line)),
             Some("missing") => {
                 let Some((f, last)) = block else { continue };
                 if f != file || line <= last || line > last + BLOCK_GAP {
