@@ -171,6 +171,25 @@ fn nccl_device_mismatch_warning_is_a_collective_mismatch_nccl_2_4() {
     );
 }
 
+/// Lightning#8214's shape (NCCL 2.4–2.7, the hang after validation and a
+/// checkpoint saved on some ranks): the kernels waited on a peer behind and
+/// suspected a mismatch. Weaker than the asserted form, still the lead.
+#[test]
+fn nccl_suspected_mismatch_warning_is_a_weaker_collective_mismatch_nccl_2_7() {
+    let log = "[0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a collective mismatch around rank 1. Please check your collective calls at and around this rank. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs\n";
+    let v = common::verdict_of(&[("output.log", log)]);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    let c = v["cause"]["confidence"].as_f64().unwrap();
+    assert!(c < 0.5, "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("suspected"),
+        "{v:#}"
+    );
+}
+
 /// fairseq#1088's shape (fairseq 0.9, two GPUs, the message wrapped as a
 /// terminal shows it): all_gather_list could not unpickle what the other
 /// worker sent, since the workers entered it out of step (one skipped the

@@ -234,6 +234,26 @@ taurusml26:67298:67405 [0] bootstrap.cc:190 NCCL WARN Bootstrap Root : mismatch 
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
 
+/// Lightning#14986's shape (Slurm, two hosts of four GPUs, NCCL 2.10): the
+/// ranks the task layout gave collide, and the bootstrap root gets rank 1
+/// twice. NCCL's words decide it, before any communicator forms.
+#[test]
+fn a_rank_checked_in_twice_is_the_launchs_layout_nccl_2_10() {
+    let log = "\
+hpc-25-14:18569:18569 [0] NCCL INFO Bootstrap : Using em1:172.18.28.81<0>
+hpc-25-15:21312:21312 [0] NCCL INFO Bootstrap : Using em1:172.18.28.82<0>
+hpc-25-14:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks has already checked in
+";
+    let v = common::verdict_of(&[("output.log", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("two processes claimed rank 1"),
+        "{summary}"
+    );
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}
+
 /// nccl#653's shape (Megatron under `srun --label`, NCCL 2.24+ wording, the
 /// host field empty): NCCL_ALGO forced CollNet where no CollNet network
 /// exists, so no algorithm can run the first all-reduce. Without a setting

@@ -99,3 +99,73 @@ fn a_client_timing_out_on_a_store_that_waited_for_it_is_a_firewall_torch_2_6() {
     let v = common::verdict_of(&[("worker.log", worker)]);
     assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
 }
+
+/// PPASR#142's shape (Paddle 2.x, two hosts, one GPU each): the launcher
+/// resolved the master's host name to Debian's 127.0.1.1, so the second
+/// host keeps retrying its own loopback. No line names a host; the launch
+/// command says the job spans two.
+#[test]
+fn paddle_retries_to_loopback_on_a_two_node_launch_are_the_interface_paddle_2_2() {
+    let launch = "python -m paddle.distributed.launch --master 127.0.1.1:63919 --devices=0 --nnodes 2 train.py\n";
+    let first = "\
+I0224 13:50:30.574579 1498980 tcp_utils.cc:181] The server starts to listen on IP_ANY:63917
+I0224 13:50:30.574657 1498980 tcp_utils.cc:130] Successfully connected to 127.0.1.1:63917
+";
+    let second = "\
+I0224 13:50:30.278173 1512912 tcp_utils.cc:107] Retry to connect to 127.0.1.1:63917 while the server is not yet listening.
+I0224 13:50:33.278455 1512912 tcp_utils.cc:107] Retry to connect to 127.0.1.1:63917 while the server is not yet listening.
+";
+    let files = [
+        ("launch.txt", launch),
+        ("first.log", first),
+        ("second.log", second),
+    ];
+    let v = verdict(&files);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.1.1"),
+        "{v:#}"
+    );
+
+    // The same retries on a one-node launch are a store that came up late.
+    let one_node = launch.replace("--nnodes 2", "--nnodes 1");
+    let v = verdict(&[
+        ("launch.txt", one_node.as_str()),
+        ("first.log", first),
+        ("second.log", second),
+    ]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"socket_interface"),
+        "{v:#}"
+    );
+}
+
+/// One retry is a store that started late, even across hosts.
+#[test]
+fn a_single_retry_to_loopback_is_no_verdict_paddle_2_2() {
+    let log = "\
+python -m paddle.distributed.launch --nnodes 2 train.py
+I0224 13:50:30.278173 1512912 tcp_utils.cc:107] Retry to connect to 127.0.1.1:63917 while the server is not yet listening.
+";
+    let v = verdict(&[("worker.log", log)]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"socket_interface"),
+        "{v:#}"
+    );
+}
+
+/// torchrun's echo of its launch configs says two nodes: a store timeout on
+/// loopback is then the interface, though no line names a host.
+#[test]
+fn a_loopback_store_timeout_under_two_nodes_launched_is_the_interface_torch_2_2() {
+    let log = "\
+[2024-03-12 08:22:45,549] torch.distributed.launcher.api: [INFO]   min_nodes        : 2
+[2024-03-12 08:22:45,549] torch.distributed.launcher.api: [INFO]   max_nodes        : 2
+[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (127.0.0.1, 48315).
+";
+    let v = verdict(&[("node-b.log", log)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}

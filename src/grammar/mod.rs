@@ -28,6 +28,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("nccl.toml", include_str!("../../grammars/nccl.toml")),
     ("torch.toml", include_str!("../../grammars/torch.toml")),
     (
+        "tensorflow.toml",
+        include_str!("../../grammars/tensorflow.toml"),
+    ),
+    (
         "launcher.toml",
         include_str!("../../grammars/launcher.toml"),
     ),

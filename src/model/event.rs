@@ -254,6 +254,11 @@ event_kinds! {
     StackFrame => "stack_frame",
     /// The torchrun agent's own state: rendezvous, exit barrier, restarts.
     ElasticAgent => "elastic_agent",
+    /// How many nodes the job was launched to span: a launch command's
+    /// `--nnodes`, torchrun's launch configs (`min_nodes`), its rendezvous
+    /// result (`group_world_size`). Lines that name no host still tell a
+    /// job of several hosts from one.
+    LaunchNodes => "launch_nodes",
     // nccl-tests (all_reduce_perf and its siblings)
     /// `#  Rank  0 Group  0 Pid 4410 on node7 device  0 [0000:1a:00] …`:
     /// where each of the test's ranks runs.

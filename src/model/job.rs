@@ -383,6 +383,16 @@ impl Job {
         world.max(self.ranks.len()).max(processes.len())
     }
 
+    /// Whether the job ran on several hosts: its inputs name two, or its
+    /// launch said so (`--nnodes 2`, torchrun's `min_nodes`) where no line
+    /// names a host.
+    pub fn spans_hosts(&self) -> bool {
+        self.hosts.len() > 1
+            || self
+                .events_where(|k| k == EventKind::LaunchNodes)
+                .any(|(_, e)| e.int("nnodes").is_some_and(|n| n > 1))
+    }
+
     /// Every host the job's inputs show (short names): its ranks' hosts,
     /// the hosts that wrote NCCL lines, and those whose kernel log,
     /// snapshots or counters were collected. Ranks that died before they

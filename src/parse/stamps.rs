@@ -17,9 +17,11 @@ pub fn fixed_digits(s: &[u8], n: usize) -> Option<u32> {
         .then(|| d.iter().fold(0, |a, b| a * 10 + u32::from(b - b'0')))
 }
 
-/// `YYYY-MM-DD`.
+/// `YYYY-MM-DD`, or `YYYY/MM/DD` as Go's log package and some collectors
+/// stamp lines (`2024/04/30 23:29:35 host:pid:tid …`).
 pub fn date(s: &[u8]) -> Option<NaiveDate> {
-    if s.get(4) != Some(&b'-') || s.get(7) != Some(&b'-') {
+    let sep = *s.get(4)?;
+    if !matches!(sep, b'-' | b'/') || s.get(7) != Some(&sep) {
         return None;
     }
     NaiveDate::from_ymd_opt(
@@ -140,6 +142,14 @@ mod tests {
             crate::model::time::format_local(&t.to_local(None).unwrap()),
             "2025-05-02 14:03:11.123456"
         );
+    }
+
+    #[test]
+    fn slashed_dates_are_dates_but_not_mixed_with_dashes() {
+        let (t, n) = date_time(b"2024/04/30 23:29:35 job-1:305:305 [0]").unwrap();
+        assert_eq!(n, 19);
+        assert!(matches!(t, RawTime::Local(_)));
+        assert!(date(b"2024/04-30").is_none());
     }
 
     #[test]

@@ -342,12 +342,19 @@ fn nccl_caught_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             h.value("detail", mismatch_detail(ctx, ev));
         }
         if h.support.len() < 4 {
-            h.support(
-                Source::Nccl,
-                0.5,
-                Some(idx),
-                "NCCL found the ranks' collectives disagreeing: different sizes or order, or different NCCL settings",
-            );
+            // "May be hanging": a peer behind, which a stalled rank also is.
+            let (w, why) = if ev.text_field("what") == Some("suspected") {
+                (
+                    0.4,
+                    "NCCL's kernels waited on a peer behind in its collectives and suspected a mismatch",
+                )
+            } else {
+                (
+                    0.5,
+                    "NCCL found the ranks' collectives disagreeing: different sizes or order, or different NCCL settings",
+                )
+            };
+            h.support(Source::Nccl, w, Some(idx), why);
         }
     }
     (!h.support.is_empty()).then_some(h)
@@ -356,6 +363,11 @@ fn nccl_caught_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 fn mismatch_detail(ctx: &Ctx<'_>, ev: &crate::model::Event) -> String {
     let host = ev.who.host.as_deref().unwrap_or("a host");
     if let Some(rank) = ev.int("around_rank") {
+        if ev.text_field("what") == Some("suspected") {
+            return format!(
+                "NCCL's kernels suspected a mismatched collective around rank {rank} (a peer behind it)"
+            );
+        }
         return format!(
             "NCCL's kernels detected a mismatched collective at and around rank {rank}"
         );

@@ -4,7 +4,11 @@
 //! node, hosts started with different `--nnodes`), and NCCL refuses to set
 //! up. Or the bootstrap root got different rank counts from the processes
 //! of one communicator (`mismatch in rank count from procs 6 : 3`, 2.3–2.22):
-//! they were launched with different world sizes. A launch set up wrongly,
+//! they were launched with different world sizes, or two processes checked
+//! in with one rank (`rank 1 of 8 ranks has already checked in`, 2.3+):
+//! their ranks collide. TensorFlow's group resolver says the same of its
+//! collective groups (a worker counting a different group size, a worker
+//! that found no GPU joining a group of GPUs). A launch set up wrongly,
 //! in NCCL's own words.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
@@ -35,6 +39,11 @@ pub fn rank_outside_the_world(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 
 /// The finding's detail and why the line matters.
 fn what_was_refused(ev: &Event) -> Option<(String, String)> {
+    match ev.text_field("what") {
+        Some("group_size") => return tensorflow_group_size(ev),
+        Some("device_type") => return tensorflow_device_type(ev),
+        _ => {}
+    }
     let nranks = ev.int("nranks")?;
     if let Some(other) = ev.int("other_nranks") {
         return Some((
@@ -45,8 +54,42 @@ fn what_was_refused(ev: &Event) -> Option<(String, String)> {
         ));
     }
     let rank = ev.int("rank")?;
+    if ev.text_field("what") == Some("duplicate_rank") {
+        return Some((
+            format!("two processes claimed rank {rank} of a communicator of {nranks}"),
+            format!(
+                "NCCL's bootstrap root got rank {rank} of {nranks} from two processes: the launch gave its processes ranks that collide"
+            ),
+        ));
+    }
     Some((
         format!("a process asked for rank {rank} of a world of {nranks}"),
         format!("NCCL was asked for rank {rank} in a communicator of {nranks} ranks and refused"),
+    ))
+}
+
+/// TensorFlow's group resolver: members gave one collective group different
+/// sizes (the workers see different numbers of GPUs).
+fn tensorflow_group_size(ev: &Event) -> Option<(String, String)> {
+    let asked = ev.int("nranks").or_else(|| ev.int("joining"))?;
+    let group = ev.int("other_nranks")?;
+    Some((
+        format!("a worker joined a collective group of {group} as one of {asked}"),
+        format!(
+            "TensorFlow's collective group has {group} members while a worker counts {asked}: the workers see different numbers of GPUs or were given different cluster specs"
+        ),
+    ))
+}
+
+/// TensorFlow's group resolver: a member of a GPU group is a CPU device,
+/// so that worker found no GPU.
+fn tensorflow_device_type(ev: &Event) -> Option<(String, String)> {
+    let device = ev.text_field("device").unwrap_or("a device");
+    let other = ev.text_field("device_type").unwrap_or("another type");
+    Some((
+        format!("{device} joined a collective group of {other} devices"),
+        format!(
+            "TensorFlow's collective group mixes device types ({device} and {other}): one worker found no GPU, or was set up differently"
+        ),
     ))
 }

@@ -11,7 +11,9 @@
 //! path between them dropped the connects (a firewall, a security group).
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, EventKind};
+use std::collections::BTreeMap;
+
+use crate::model::{CauseKind, EventIdx, EventKind};
 
 use super::Ctx;
 
@@ -23,7 +25,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut iface = Hypothesis::new(CauseKind::SocketInterface);
     iface.value("variant", "store");
     let mut fw = Hypothesis::new(CauseKind::Firewall);
-    let many_hosts = job.hosts.len() > 1;
+    let many_hosts = job.spans_hosts();
     let server_waited = job
         .events_where(|k| k == EventKind::StoreConnect)
         .any(|(_, e)| e.text_field("what") == Some("clients_timeout"));
@@ -44,11 +46,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             continue;
         };
         let reporter = ev.who.host.as_deref().map(str::to_string);
-        let net = if peer == "localhost" {
-            Some("loopback")
-        } else {
-            ctx.kb.local_only.network_of(peer)
-        };
+        let net = local_network(ctx, peer);
         match net {
             Some("loopback") if !many_hosts => continue,
             Some(net) => {
@@ -88,10 +86,60 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             }
         }
     }
+    if iface.support.is_empty() && many_hosts && !job.a_comm_came_up() {
+        retries_to_local_address(ctx, &mut iface);
+    }
     [iface, fw]
         .into_iter()
         .filter(|h| !h.support.is_empty())
         .collect()
+}
+
+/// Retries that never end in a timeout line (Paddle's client retries until
+/// its long timeout; a paste stops while it still does): a host that kept
+/// retrying one address only its own host can reach, on a job that spans
+/// hosts and never brought a communicator up, was sent to itself. One retry
+/// is a store starting late; the repeat is what weighs.
+fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis) {
+    let mut seen: BTreeMap<(Option<&str>, &str), (usize, EventIdx)> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::StoreConnect) {
+        if ev.text_field("what") != Some("retry") {
+            continue;
+        }
+        if let Some(peer) = ev.text_field("peer") {
+            let entry = seen
+                .entry((ev.who.host.as_deref(), peer))
+                .or_insert((0, idx));
+            entry.0 += 1;
+        }
+    }
+    for ((reporter, peer), (count, first)) in seen {
+        let Some(net) = local_network(ctx, peer) else {
+            continue;
+        };
+        if count < 2 || iface.support.len() >= CITED {
+            continue;
+        }
+        iface.peer_host = iface.peer_host.take().or(reporter.map(str::to_string));
+        iface
+            .values
+            .entry("detail")
+            .or_insert_with(|| format!("the rendezvous store at `{peer}`, {net}"));
+        iface.support(
+            Source::Torch,
+            0.5,
+            Some(first),
+            format!("a host retried the rendezvous store at {peer} {count} times, an address in {net} that only its own host can reach, and no communicator came up"),
+        );
+    }
+}
+
+fn local_network<'a>(ctx: &'a Ctx<'_>, peer: &str) -> Option<&'a str> {
+    if peer == "localhost" {
+        Some("loopback")
+    } else {
+        ctx.kb.local_only.network_of(peer)
+    }
 }
 
 /// The store's server timed out waiting for processes that never connected:
