@@ -129,6 +129,21 @@ fn a_timed_out_store_wait_names_rank_0_as_stalled_torch_2_3() {
     assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
 }
 
+/// FastVideo#228's shape (torch 2.5+): the poll's own warning is all a
+/// paste kept of the store wait (`… returned 0, likely a timeout`); it is
+/// the same wait, with the same weak claim on rank 0.
+#[test]
+fn a_store_polls_timeout_warning_is_the_same_wait_torch_2_5() {
+    let log = "\
+[rank2]:[W303 08:23:41.024955281 socket.cpp:462] [c10d] waitForInput: poll for socket SocketImpl(fd=71, addr=[localhost]:43246, remote=[localhost]:29500) returned 0, likely a timeout
+[rank2]: Traceback (most recent call last):
+";
+    let v = verdict(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+    assert!(v["cause"]["confidence"].as_f64().unwrap() < 0.6, "{v:#}");
+}
+
 /// ace#851's shape: an unprefixed `Saving latest checkpoint` line at
 /// 10:28:25, then ranks 1–7 time out at 10:48:25 after 20 minutes: the
 /// collective began as the save did, and rank 0 (which logs the trainer's

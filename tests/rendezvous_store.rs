@@ -169,3 +169,26 @@ fn a_loopback_store_timeout_under_two_nodes_launched_is_the_interface_torch_2_2(
     let v = verdict(&[("node-b.log", log)]);
     assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
 }
+
+/// torch's own retry warnings to loopback on a two-node launch: the same
+/// story as Paddle's. Once a communicator came up the retries were a store
+/// starting late, and say nothing.
+#[test]
+fn torch_retries_to_loopback_decide_only_while_no_communicator_came_up_torch_2_1() {
+    let retries = "\
+torchrun --nnodes=2 --nproc_per_node=8 --master_addr=localhost train.py
+[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection refused).
+[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection refused).
+";
+    let v = verdict(&[("node2.log", retries)]);
+    assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
+
+    let came_up = format!(
+        "{retries}node2:100:100 [0] NCCL INFO comm 0x5555 rank 8 nranks 16 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+    );
+    let v = verdict(&[("node2.log", came_up.as_str())]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"socket_interface"),
+        "{v:#}"
+    );
+}
