@@ -281,6 +281,24 @@ kaggle-t4:3012:3012 [1] NCCL INFO comm 0x5582 rank 1 nranks 2 cudaDev 1 busId 50
     assert_ne!(v["status"], "healthy", "{v:#}");
 }
 
+/// TensorRT-LLM#1498's shape (Triton's TensorRT-LLM backend, two GPUs in a
+/// container without a peer path): the custom all-reduce's CUDA IPC open
+/// fails in TLLM_CUDA_CHECK's words, inside Triton's glog error. The same
+/// missing peer path.
+#[test]
+fn tensorrt_llms_peer_access_failure_is_the_hosts_missing_p2p_path_trtllm_0_9() {
+    let log = "E0425 10:43:31.433641 841 backend_model.cc:691] ERROR: Failed to create instance: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in cudaIpcOpenMemHandle( reinterpret_cast<void**>(&foreignBuffer), handles[nodeId], cudaIpcMemLazyEnablePeerAccess): peer access is not supported between these two devices (/app/TensorRT-LLM/TensorRT-LLM/cpp/tensorrt_llm/runtime/ipcUtils.cpp:90)\n";
+    let v = common::verdict_of(&[("triton.log", log)]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("peer-to-peer"),
+        "{v:#}"
+    );
+}
+
 /// tensorflow#30887's shape (TF 2.0, ten GPUs in one process): TensorFlow
 /// quotes CUDA's driver error by name, the warning wrapped before `peer
 /// access from`; CUDA maps at most eight peers per GPU. Read from the

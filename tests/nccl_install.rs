@@ -127,6 +127,24 @@ fn nccls_kernels_without_code_for_the_gpu_are_the_build_nccl_2_7() {
     assert!(remedy.contains("compute_cap"), "{remedy}");
 }
 
+/// NVIDIA/nccl#1372's shape (a site build for sm_80 only, run on H100s;
+/// also a cu118 wheel's NCCL 2.14 on an RTX 5090): with lazy module loading
+/// the first kernel lookup fails as `named symbol not found` in enqueue.cc,
+/// the same build without code for the GPU.
+#[test]
+fn a_kernel_symbol_not_found_is_the_build_without_code_for_the_gpu_nccl_2_18() {
+    let mut log = String::from("NCCL version 2.18.3+cuda12.2\n");
+    for line in [47, 58, 47, 58] {
+        log.push_str(&format!(
+            "gcn75:2336636:2336906 [0] enqueue.cc:{line} NCCL WARN Cuda failure 'named symbol not found'\n"
+        ));
+    }
+    let v = common::verdict_of_owned(&[("rank0.log".to_string(), log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("no kernels for this GPU"), "{summary}");
+}
+
 /// ROCm/rccl#876's shape (two RX 7900 XTX beside a Ryzen's integrated
 /// gfx1036, RCCL 2.18 from the ROCm packages): RCCL's own launch fails with
 /// HIP's `invalid kernel file` (hipErrorInvalidKernelFile) on both ranks —
