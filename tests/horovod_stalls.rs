@@ -101,3 +101,28 @@ fn a_rank_absent_from_every_ready_list_is_stalled_horovod_0_15() {
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("BROADCAST"), "{summary}");
 }
+
+/// Some releases before 0.16 list the ranks that did NOT submit a tensor
+/// (`[missing ranks: 3, 6]`), the TensorFlow op behind its name scope; on
+/// their own those ranks stalled in the all-gather.
+#[test]
+fn missing_ranks_entries_name_the_ranks_directly_horovod_0_13() {
+    let stall = "Stalled ops:\n\
+                 NmtModel/Allreduce/HorovodAllgather_NmtModel_gradients_Gather_grad_Reshape_0 [missing ranks: 3, 6]\n\
+                 NmtModel/Allreduce/HorovodAllreduce_NmtModel_gradients_layer_norm_0 [missing ranks: 3, 6]\n";
+    let v = verdict(stall);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3, 6]), "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("ALLGATHER"), "{summary}");
+
+    // horovod#498's shape: two workers' Estimator loops had logged their
+    // final step while the others still reduce: the missing ranks ran
+    // fewer steps (uneven data per worker), a mismatch naming them.
+    let log = format!(
+        "INFO:tensorflow:Loss for final step: 3.3031716.\nstart wait for other node.\n{stall}"
+    );
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3, 6]), "{v:#}");
+}

@@ -9,7 +9,10 @@
 //!
 //! Before 0.16 the warning lists, per tensor, the ranks that did submit it
 //! (`T [ready ranks: 2, 0, 1]`); the ranks missing are the world's others
-//! (the world: the job's ranks, at least up to the highest rank named).
+//! (the world: the job's ranks, at least up to the highest rank named);
+//! some of those releases list the ranks missing instead
+//! (`T [missing ranks: 3, 6]`). Ranks missing tensors after a training loop
+//! said it had finished ran fewer steps than the others: a mismatch.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,6 +47,8 @@ pub fn stalled_tensors(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     }
     let h = if diverged(&stalls.missing) {
         mismatch(&stalls)
+    } else if let Some(end) = training_ended(ctx) {
+        left_early(ctx, &stalls, end)
     } else {
         stalled(ctx, &stalls)
     };
@@ -59,7 +64,14 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
         // or on lines a paste broke it into (its head maybe lost: the
         // entries are Horovod's alone, read without a block).
         if let Some(entries) = ev.text_field("entries") {
-            read_ready(entries, &mut out.ready);
+            read_entries(entries, READY, &mut out.ready);
+            let mut missing = BTreeMap::new();
+            read_entries(entries, MISSING, &mut missing);
+            for (tensor, ranks) in missing {
+                for rank in ranks {
+                    out.missing.entry(rank).or_default().insert(tensor.clone());
+                }
+            }
             out.cited.push(idx);
         }
         match ev.text_field("role") {
@@ -89,17 +101,20 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
     out
 }
 
-/// `T1 [ready ranks: 2, 0, 1], T2 [ready ranks: 3]` into `ready`.
-fn read_ready(entries: &str, ready: &mut BTreeMap<String, BTreeSet<u32>>) {
-    const MARK: &str = " [ready ranks:";
+const READY: &str = " [ready ranks:";
+const MISSING: &str = " [missing ranks:";
+
+/// `T1 [ready ranks: 2, 0, 1], T2 [ready ranks: 3]` into `ready` (with
+/// `MARK` the ready list; the missing list likewise).
+fn read_entries(entries: &str, mark: &str, ready: &mut BTreeMap<String, BTreeSet<u32>>) {
     let mut rest = entries;
-    while let Some(at) = rest.find(MARK) {
+    while let Some(at) = rest.find(mark) {
         let before = &rest[..at];
         let tensor = before
             .rsplit(|c: char| c == ',' || c.is_whitespace())
             .next()
             .unwrap_or_default();
-        let after = &rest[at + MARK.len()..];
+        let after = &rest[at + mark.len()..];
         let Some(end) = after.find(']') else { break };
         let ranks = after[..end]
             .split(',')
@@ -181,13 +196,57 @@ fn odd_side(missing: &BTreeMap<u32, BTreeSet<String>>) -> Option<BTreeSet<u32>> 
     (sides[0].len() < sides[1].len()).then(|| sides.swap_remove(0))
 }
 
+/// A training loop that said it finished (TensorFlow's `Loss for final
+/// step`): its line.
+fn training_ended(ctx: &Ctx<'_>) -> Option<EventIdx> {
+    ctx.job
+        .events_where(|k| k == EventKind::TrainingEnded)
+        .map(|(idx, _)| idx)
+        .next()
+}
+
+/// The ranks missing the tensors had left their training loop while the
+/// others still trained: they ran fewer steps (uneven data per worker), a
+/// mismatch naming them, not a stall.
+fn left_early(ctx: &Ctx<'_>, stalls: &Stalls, end: EventIdx) -> Hypothesis {
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    let ranks: BTreeSet<u32> = stalls.missing.keys().copied().collect();
+    let tensors = stalls.missing.values().next().cloned().unwrap_or_default();
+    h.value(
+        "detail",
+        format!(
+            "Horovod waits on rank(s) {} for `{}` after a training loop had ended: the workers ran different numbers of steps",
+            ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            first(&tensors)
+        ),
+    );
+    h.support(
+        Source::Pattern,
+        0.45,
+        Some(end),
+        "a worker's training loop had ended while others still submitted tensors",
+    );
+    for &idx in stalls.cited.iter().take(CITED) {
+        h.support(
+            Source::Pattern,
+            0.7,
+            Some(idx),
+            "Horovod waits on the listed ranks for tensors the others submitted, after a training loop ended: those ranks ran fewer steps",
+        );
+    }
+    h.ranks = ranks.clone();
+    super::application::on_the_ranks(ctx.job, &mut h, &ranks);
+    h
+}
+
 fn stalled(ctx: &Ctx<'_>, stalls: &Stalls) -> Hypothesis {
     let mut h = Hypothesis::new(CauseKind::RankStalled);
     let ranks: BTreeSet<u32> = stalls.missing.keys().copied().collect();
     let tensors = stalls.missing.values().next().cloned().unwrap_or_default();
-    if let Some(op) = op_of(first(&tensors)) {
-        h.value("op", op);
-    }
+    h.value(
+        "op",
+        op_of(first(&tensors)).unwrap_or_else(|| "the collective".to_string()),
+    );
     h.value(
         "detail",
         format!(
@@ -215,7 +274,9 @@ fn first(tensors: &BTreeSet<String>) -> &str {
 /// The op a Horovod tensor name carries: TensorFlow's `HorovodAllreduce_…`,
 /// PyTorch's `allreduce.…`.
 fn op_of(tensor: &str) -> Option<String> {
-    let name = tensor.strip_prefix("Horovod").unwrap_or(tensor);
+    // TensorFlow puts the op's name scope before it (`Model/…/HorovodAllgather_…`).
+    let name = tensor.rsplit('/').next().unwrap_or(tensor);
+    let name = name.strip_prefix("Horovod").unwrap_or(name);
     let op: String = name
         .chars()
         .take_while(|c| c.is_ascii_alphabetic())
@@ -248,8 +309,9 @@ mod tests {
     #[test]
     fn ready_ranks_of_the_one_line_warning_give_the_ranks_missing_v0_15() {
         let mut ready = BTreeMap::new();
-        read_ready(
+        read_entries(
             "HorovodAllreduce_loss_0 [ready ranks: 3], Opt/HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]",
+            READY,
             &mut ready,
         );
         assert_eq!(ready["HorovodAllreduce_loss_0"], BTreeSet::from([3]));
