@@ -76,6 +76,24 @@ INFO 05-04 14:43:23 gpu_executor.py:119] # GPU blocks: 2358, # CPU blocks: 2048
     );
 }
 
+/// The same fallback where the launch command says two nodes, though no
+/// line names a host: other hosts cannot reach loopback, a lead.
+#[test]
+fn the_fallback_on_a_two_node_launch_is_a_lead_torch_2_3() {
+    let log = "\
+torchrun --nnodes=2 --nproc_per_node=8 --rdzv_endpoint=10.0.0.1:29400 train.py
+[rank0]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())
+";
+    let v = verdict(&[("serve.log", log)]);
+    let lead = v["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(std::iter::once(&v["cause"]))
+        .find(|a| a["kind"] == "socket_interface");
+    assert!(lead.is_some(), "{v:#}");
+}
+
 /// vllm#13121's shape across two hosts: the full mesh failed and nothing
 /// says why. The interface is a lead only (a peer not up yet fails alike).
 #[test]

@@ -56,7 +56,7 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             "Gloo's addresses of two ranks are of different families (IPv4 and IPv6): their hosts resolve names or interfaces differently".into(),
         );
     }
-    let fallback_weight = match (failed, job.hosts.len() > 1) {
+    let fallback_weight = match (failed, job.spans_hosts()) {
         (true, _) => 0.65,
         (false, true) => 0.25,
         (false, false) => 0.0,
@@ -87,7 +87,7 @@ pub fn unusable_interface(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     // a peer that was not up yet.
     let mesh_weight = if !lines.fallback.is_empty() || !lines.to_loopback.is_empty() {
         0.4
-    } else if job.hosts.len() > 1 {
+    } else if job.spans_hosts() {
         0.3
     } else {
         0.0

@@ -210,7 +210,7 @@ fn unranked_crash(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// where the line names one. Only where the job shows one host or none (on
 /// several it could be any process); weaker than a death tied to a rank.
 fn unranked_program_fault(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    if ctx.job.hosts.len() > 1 {
+    if ctx.job.spans_hosts() {
         return None;
     }
     let (idx, ev, error) = ctx
