@@ -21,34 +21,19 @@ pub fn workers_out_of_step(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let job = ctx.job;
     let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
     let mut skipped = Vec::new();
+    let mut said = None;
     for (idx, ev) in job.events_where(|k| k == EventKind::AppDesync) {
-        match ev.text_field("what") {
-            Some("all_gather_list") if h.support.len() < CITED => {
-                h.support(
-                    Source::Pattern,
-                    0.6,
-                    Some(idx),
-                    "fairseq's all_gather_list got data the other workers sent out of step: the workers fell out of sync",
-                );
-            }
-            Some("tf_shape_mismatch") if h.support.len() < CITED => {
-                h.support(
-                    Source::Pattern,
-                    0.6,
-                    Some(idx),
-                    "TensorFlow found members of one collective instance with different shapes: the workers ran different steps or models",
-                );
-            }
-            Some("input_exhausted") if h.support.len() < CITED => {
-                h.support(
-                    Source::Pattern,
-                    0.45,
-                    Some(idx),
-                    "a worker's input ran out while the others ran the step's collective: the workers' datasets differ in length",
-                );
-            }
-            Some("oom_skipped") => skipped.push(idx),
-            _ => {}
+        let what = ev.text_field("what");
+        if what == Some("oom_skipped") {
+            skipped.push(idx);
+            continue;
+        }
+        let Some((weight, why, detail)) = what.and_then(statement) else {
+            continue;
+        };
+        said.get_or_insert(detail);
+        if h.support.len() < CITED {
+            h.support(Source::Pattern, weight, Some(idx), why);
         }
     }
     let out_of_sync = !h.support.is_empty();
@@ -77,7 +62,7 @@ pub fn workers_out_of_step(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let detail = if !skipped.is_empty() {
         "fairseq: a worker skipped a batch after running out of memory"
     } else {
-        first_statement(job)
+        said.unwrap_or_default()
     };
     h.value("detail", detail);
     let ranks = h.ranks.clone();
@@ -85,18 +70,25 @@ pub fn workers_out_of_step(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     Some(h)
 }
 
-/// The detail of the first framework statement the hypothesis cites.
-fn first_statement(job: &crate::model::Job) -> &'static str {
-    let first = job
-        .events_where(|k| k == EventKind::AppDesync)
-        .find_map(|(_, e)| e.text_field("what").filter(|w| *w != "oom_skipped"));
-    match first {
-        Some("tf_shape_mismatch") => {
-            "TensorFlow: members of one collective instance brought different shapes"
-        }
-        Some("input_exhausted") => {
-            "TensorFlow: a worker's input ran out while the others ran the collective"
-        }
-        _ => "fairseq: the workers fell out of sync in all_gather_list",
-    }
+/// What a framework's statement weighs, why it matters, and the finding's
+/// detail where it is the first.
+fn statement(what: &str) -> Option<(f64, &'static str, &'static str)> {
+    Some(match what {
+        "all_gather_list" => (
+            0.6,
+            "fairseq's all_gather_list got data the other workers sent out of step: the workers fell out of sync",
+            "fairseq: the workers fell out of sync in all_gather_list",
+        ),
+        "tf_shape_mismatch" => (
+            0.6,
+            "TensorFlow found members of one collective instance with different shapes: the workers ran different steps or models",
+            "TensorFlow: members of one collective instance brought different shapes",
+        ),
+        "input_exhausted" => (
+            0.45,
+            "a worker's input ran out while the others ran the step's collective: the workers' datasets differ in length",
+            "TensorFlow: a worker's input ran out while the others ran the collective",
+        ),
+        _ => return None,
+    })
 }

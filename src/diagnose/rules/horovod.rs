@@ -104,8 +104,9 @@ fn read_blocks(ctx: &Ctx<'_>) -> Stalls {
 const READY: &str = " [ready ranks:";
 const MISSING: &str = " [missing ranks:";
 
-/// `T1 [ready ranks: 2, 0, 1], T2 [ready ranks: 3]` into `ready` (with
-/// `MARK` the ready list; the missing list likewise).
+/// `T1 [ready ranks: 2, 0, 1], T2 [ready ranks: 3]` into `ready`, where
+/// `mark` is `READY`; the `[missing ranks: …]` lists likewise with
+/// `MISSING`.
 fn read_entries(entries: &str, mark: &str, ready: &mut BTreeMap<String, BTreeSet<u32>>) {
     let mut rest = entries;
     while let Some(at) = rest.find(mark) {
