@@ -138,3 +138,18 @@ fn ranks_whose_gloo_addresses_differ_in_family_are_the_interface() {
     assert!(summary.contains("IPv6"), "{summary}");
     assert!(!common::cause_kinds(&v).contains(&"process_crash"), "{v:#}");
 }
+
+/// kubeflow/trainer#1638's shape (an elastic PyTorchJob on Gloo, torch 1.10):
+/// worker-1's pod was deleted and worker-0's all-reduce in backward found
+/// the connection closed from the other side. The peer's process went away:
+/// a crash on the peer's address, where no line names its rank.
+#[test]
+fn a_gloo_connection_closed_by_its_peer_is_the_peers_death_torch_1_10() {
+    let log = "\
+    loss.backward()
+RuntimeError: [/opt/conda/conda-bld/pytorch_1634272168290/work/third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.244.48.107]:12717
+";
+    let v = verdict(&[("worker-0.log", log)]);
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "10.244.48.107", "{v:#}");
+}

@@ -137,8 +137,8 @@ fn plugin_absent(error: &str) -> bool {
     error.contains("cannot open shared object file")
 }
 
-/// The library is older than the program's NCCL headers, or built for a
-/// CUDA stack this driver cannot capture graphs with.
+/// The library is older than the program's NCCL headers, built for a CUDA
+/// stack this driver cannot capture graphs with, or not there at all.
 fn library_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
     h.value("variant", "nccl_library");
@@ -156,6 +156,11 @@ fn library_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypot
                 0.55,
                 "this NCCL build cannot be captured in a CUDA graph on this driver: it was built for another CUDA release",
                 "the NCCL build cannot be captured in a CUDA graph: built for a CUDA runtime or driver other than this host's".to_string(),
+            ),
+            Some("library_unloadable") => (
+                0.6,
+                "the process found no NCCL library to load: its collectives cannot run (jaxlib 0.4.18+ needs the nvidia-nccl wheel)",
+                "no NCCL library could be loaded (`Unable to load NCCL library`)".to_string(),
             ),
             Some("efa_cuda_register") => (
                 0.55,

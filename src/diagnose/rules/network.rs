@@ -454,8 +454,8 @@ fn hosts_with_failed_verbs<'a>(ctx: &Ctx<'a>) -> BTreeSet<Option<&'a str>> {
         .collect()
 }
 
-/// `Connection closed by remote peer X`, `Broken pipe`, `reset by peer`: the
-/// peer's process is gone. Without a death in the logs, the host is all we know.
+/// `Connection closed by remote peer X` (NCCL), `Connection closed by peer
+/// [X]:P` (Gloo), `Broken pipe`, `reset by peer`: the peer's process is gone. Without a death in the logs, the host is all we know.
 fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut by_host: BTreeMap<String, Hypothesis> = BTreeMap::new();
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::SocketError) {
@@ -464,6 +464,7 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
         let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();
         let vanished = error.contains("closed by remote peer")
+            || error.contains("closed by peer")
             || error.contains("broken pipe")
             || error.contains("reset by peer");
         let Some(peer) = ev.text_field("peer").filter(|_| vanished) else {
