@@ -69,6 +69,11 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
             && let Some(n) = cri_stream(s)
         {
             pos += n;
+        } else if f.time.is_some()
+            && let Some((n, host)) = host_after_stamp(s)
+        {
+            apply_tag(&mut f.who, Tag::Host(host));
+            pos += n;
         } else if let Some(n) = compose_service(s) {
             pos += n;
         } else if let Some((n, host)) = host_arrow(s) {
@@ -328,6 +333,25 @@ fn host_arrow(s: &[u8]) -> Option<(usize, &[u8])> {
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     (named && s[end..].starts_with(b" >> ")).then_some((end + 4, host))
+}
+
+/// `sm228-a100-40g-23 [rank3]:`: the host a log collector writes after its
+/// stamp, bare, before torch's rank prefix (chitu#80). Only before that
+/// prefix, and only a host's shape: a level word (`INFO`, `ERROR`) is all
+/// capitals, a number no host.
+fn host_after_stamp(s: &[u8]) -> Option<(usize, &[u8])> {
+    let end = s.iter().take(128).position(|&b| b == b' ')?;
+    let host = &s[..end];
+    let named = host.first().is_some_and(u8::is_ascii_alphanumeric)
+        && host
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && host.iter().any(u8::is_ascii_lowercase);
+    let rest = end + spaces(&s[end..]);
+    let ranked = s[rest..]
+        .strip_prefix(b"[rank")
+        .is_some_and(|r| r.first().is_some_and(u8::is_ascii_digit));
+    (named && ranked).then_some((rest, host))
 }
 
 /// `stderr F `: the stream and full/partial tag the container runtime
@@ -709,6 +733,20 @@ mod tests {
         assert_eq!(f.who.rank, Some(0));
         // A shell's redirection in a command line is no prefix.
         let f = plain(b"echo x >> out.log");
+        assert_eq!(f.who.host, None);
+    }
+
+    #[test]
+    fn a_collectors_bare_host_after_its_stamp_names_the_host() {
+        // chitu#80's shape: the collector's stamp, two spaces, the host.
+        let f = plain(b"2025-03-27 17:31:09.952  sm228-a100-40g-23 [rank3]:[E327 17:31:09.952000000 ProcessGroupNCCL.cpp:632] [Rank 3] x");
+        assert_eq!(f.who.host.as_deref(), Some("sm228-a100-40g-23"));
+        assert_eq!(f.who.rank, Some(3));
+        // A level word after a stamp is no host.
+        let f = plain(b"2025-03-27 17:31:09,952 ERROR [rank3]: x");
+        assert_eq!(f.who.host, None);
+        // Without a stamp, a word before the rank prefix is the message.
+        let f = plain(b"node7 [rank3]: x");
         assert_eq!(f.who.host, None);
     }
 
