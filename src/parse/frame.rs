@@ -326,13 +326,19 @@ fn compose_service(s: &[u8]) -> Option<usize> {
 /// line it gathered (after its own stamp), seen in front of NCCL's prefix
 /// and of torch's `[rank0]:`.
 fn host_arrow(s: &[u8]) -> Option<(usize, &[u8])> {
+    let (end, host) = host_word(s)?;
+    s[end..].starts_with(b" >> ").then_some((end + 4, host))
+}
+
+/// The word before the first space, where it has a host name's shape.
+fn host_word(s: &[u8]) -> Option<(usize, &[u8])> {
     let end = s.iter().take(128).position(|&b| b == b' ')?;
     let host = &s[..end];
     let named = host.first().is_some_and(u8::is_ascii_alphanumeric)
         && host
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    (named && s[end..].starts_with(b" >> ")).then_some((end + 4, host))
+    named.then_some((end, host))
 }
 
 /// `sm228-a100-40g-23 [rank3]:`: the host a log collector writes after its
@@ -340,18 +346,12 @@ fn host_arrow(s: &[u8]) -> Option<(usize, &[u8])> {
 /// prefix, and only a host's shape: a level word (`INFO`, `ERROR`) is all
 /// capitals, a number no host.
 fn host_after_stamp(s: &[u8]) -> Option<(usize, &[u8])> {
-    let end = s.iter().take(128).position(|&b| b == b' ')?;
-    let host = &s[..end];
-    let named = host.first().is_some_and(u8::is_ascii_alphanumeric)
-        && host
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && host.iter().any(u8::is_ascii_lowercase);
+    let (end, host) = host_word(s)?;
     let rest = end + spaces(&s[end..]);
     let ranked = s[rest..]
         .strip_prefix(b"[rank")
         .is_some_and(|r| r.first().is_some_and(u8::is_ascii_digit));
-    (named && ranked).then_some((rest, host))
+    (host.iter().any(u8::is_ascii_lowercase) && ranked).then_some((rest, host))
 }
 
 /// `stderr F `: the stream and full/partial tag the container runtime
