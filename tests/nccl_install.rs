@@ -165,12 +165,15 @@ fn rccls_invalid_kernel_file_is_a_build_without_code_for_the_gpu_rccl_2_18() {
 /// NCCL's own CUDA call finding the driver older than its runtime, in two
 /// shapes: paddle#8195 (NCCL 2.1.4's cuda9.1 build in a CUDA 8 image, the
 /// untagged `init.cu:674 WARN` line) and PyTorch's `Last error:` quote of a
-/// system libnccl loaded in place of the wheel (NCCL 2.29.7). The library
-/// does not fit the host: `config_mismatch`, the library variant. The same
-/// text from the program's own CUDA init is not put on NCCL.
+/// system libnccl loaded in place of the wheel (NCCL 2.29.7); and CUDA's
+/// error 36 under an Open MPI tag, a CUDA 11.3 build's capture query on an
+/// R460 driver (nccl#496, NCCL 2.9). The library does not fit the host:
+/// `config_mismatch`, the library variant. The same text from the
+/// program's own CUDA init is not put on NCCL.
 #[test]
-fn nccls_cuda_call_finding_the_driver_too_old_is_the_library_nccl_2_1_and_2_29() {
+fn nccls_cuda_call_finding_the_driver_too_old_is_the_library_nccl_2_1_2_9_and_2_29() {
     for log in [
+        "[1,0]<stdout>:dgx1:13571:13600 [0] enqueue.cc:802 NCCL WARN Cuda failure 'API call is not supported in the installed CUDA driver'\n[1,0]<stdout>:dgx1:13571:13600 [0] NCCL INFO enqueue.cc:1034 -> 1\n",
         "idgsim-gpu-001:47744:47744 [0] init.cu:674 WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n",
         "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:94, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.29.7\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n",
     ] {

@@ -261,8 +261,9 @@ fn apply_tag(who: &mut Who, tag: Tag<'_>) {
 /// mpirun `--timestamp-output`, log shippers): (stamp, bytes incl. separator).
 fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
     match s.first()? {
-        // A log viewer's stamp pasted with the indent it was shown at.
-        b' ' => {
+        // A log viewer's stamp pasted with the indent it was shown at (a
+        // log platform's export separates its columns with tabs).
+        b' ' | b'\t' => {
             let sp = spaces(s);
             if !s.get(sp).is_some_and(|b| b.is_ascii_digit() || *b == b'|') {
                 return None;
@@ -286,7 +287,12 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
             if let Some((t, n)) = stamps::date_time(s) {
                 let n = n + usize::from(s.get(n) == Some(&b':'));
                 let sp = spaces(&s[n..]);
-                return (sp > 0).then_some((t, n + sp));
+                // A console's copy may glue a zoned stamp to the line it
+                // stamps (`2025-05-16T16:39:51.208-07:00ip-10-1-2-3:…`):
+                // the zone ends the stamp where no blank does.
+                let glued =
+                    matches!(t, RawTime::Zoned(_)) && s.get(n).is_some_and(u8::is_ascii_alphabetic);
+                return (sp > 0 || glued).then_some((t, n + sp));
             }
             // A date and minute (`2025-02-18 12:54 `, a log viewer's) is
             // too coarse to order lines by: strip it only.
@@ -415,8 +421,9 @@ fn colour_code(s: &[u8]) -> Option<usize> {
     Some(n + spaces(&s[n..]))
 }
 
+/// The blanks (spaces, or a log platform's tabs) that end a prefix.
 fn spaces(s: &[u8]) -> usize {
-    s.iter().take_while(|b| **b == b' ').count()
+    s.iter().take_while(|b| matches!(b, b' ' | b'\t')).count()
 }
 
 fn lossy(b: &[u8]) -> Sym {
@@ -710,6 +717,29 @@ mod tests {
         assert_eq!(f.body, b"| rank | host |");
     }
 
+    #[test]
+    fn a_zoned_stamp_glued_to_the_host_is_peeled_aws_ofi_nccl_889() {
+        // A console copy that lost the blank after the stamp's zone.
+        let f =
+            plain(b"2025-05-16T16:39:51.208-07:00ip-10-1-2-3:362:362 [0] NCCL INFO Init COMPLETE");
+        assert_eq!(f.who.host.as_deref(), Some("ip-10-1-2-3"));
+        assert!(matches!(f.time, RawTime::Zoned(_)));
+        assert_eq!(f.body, b"Init COMPLETE");
+        // Without a zone the stamp's end is not known: nothing is guessed.
+        let f = plain(b"2025-05-16T16:39:51.208ip-10-1-2-3:362:362 [0] NCCL INFO x");
+        assert_ne!(f.who.host.as_deref(), Some("ip-10-1-2-3"));
+    }
+
+    #[test]
+    fn a_log_platforms_tab_separated_columns_are_peeled_sglang_4088() {
+        // A Kubernetes log platform's export (its quote marker is
+        // undone before framing): blanks, stamp, tab.
+        let f = plain(b" \t \t2025-03-11 09:37:39.811\tdeepseek-r1-0:100:100 [1] NCCL INFO NET/IB : No device found.\t ");
+        assert_eq!(f.who.host.as_deref(), Some("deepseek-r1-0"));
+        assert_eq!(f.who.pid, Some(100));
+        assert!(f.time.is_some());
+        assert!(f.body.starts_with(b"NET/IB : No device found."));
+    }
     #[test]
     fn a_viewers_label_before_an_nccl_prefix_is_peeled() {
         // nccl#879's shape: a console's container label before each line.
