@@ -74,7 +74,7 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         {
             apply_tag(&mut f.who, Tag::Host(host));
             pos += n;
-        } else if let Some(n) = compose_service(s) {
+        } else if let Some(n) = compose_service(s).or_else(|| stream_label(s)) {
             pos += n;
         } else if let Some((n, host)) = host_arrow(s) {
             apply_tag(&mut f.who, Tag::Host(host));
@@ -306,6 +306,20 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// `opt-1_3b.0 [stderr] `: the run and stream a benchmark harness (milabench)
+/// writes before each line its workers print. The label is a run's name,
+/// not a host's, so only peeled.
+fn stream_label(s: &[u8]) -> Option<usize> {
+    let end = s.iter().take(128).position(|&b| b == b' ')?;
+    let label_ok = end > 0
+        && s[..end]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    let rest = &s[end..];
+    let tagged = rest.starts_with(b" [stderr] ") || rest.starts_with(b" [stdout] ");
+    (label_ok && tagged).then_some(end + 10)
 }
 
 /// `trainer-worker-1  | ` (Compose v2) or `bug_1  | ` (v1): the container
@@ -715,6 +729,18 @@ mod tests {
         // A pipe that is not a stamp's cell stays in the body.
         let f = plain(b"| rank | host |");
         assert_eq!(f.body, b"| rank | host |");
+    }
+
+    #[test]
+    fn a_harness_run_and_stream_label_is_peeled_milabench() {
+        let f = plain(b"dinov2-giant-nodes.cn-d003.nolog [stderr] [rank3]:[E909 19:03:11.000000000 ProcessGroupNCCL.cpp:632] x");
+        assert_eq!(f.who.rank, Some(3));
+        assert_eq!(f.body, b"x");
+        let f = plain(b"opt-1_3b.0 [stderr] ncclInternalError: Internal check failed.");
+        assert_eq!(f.body, b"ncclInternalError: Internal check failed.");
+        // A sentence that mentions a stream keeps its words.
+        let f = plain(b"wrote to [stderr] twice");
+        assert_eq!(f.body, b"wrote to [stderr] twice");
     }
 
     #[test]
