@@ -388,3 +388,52 @@ fn an_rdma_device_the_process_may_not_open_is_the_containers_set_up_nccl_2_20_an
     let v = common::verdict_of(&[("rank1.log", opened)]);
     assert_ne!(v["cause"]["kind"], "config_mismatch", "{v:#}");
 }
+
+/// NVIDIA/nccl#234's story with NCCL_DEBUG=INFO, NCCL 2.8.4 (its WARN-level
+/// `Failed to open libibverbs.so[.1]`) under `mpirun --tag-output`: two
+/// hosts, gpu-a runs NET/IB, gpu-b
+/// finds no libibverbs and runs sockets; the ring's connection between
+/// them fails. gpu-b is the odd host and its missing libibverbs is cited
+/// as why. The same line on a job where every host runs sockets, with
+/// every init complete, is no failure.
+#[test]
+fn a_host_without_libibverbs_is_why_it_runs_sockets_nccl_2_8_and_2_30() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rank, host) in [(0u32, "gpu-a"), (1, "gpu-b")] {
+        let pid = 7100 + rank;
+        let mut log = format!("{host}:{pid}:{pid} [0] NCCL INFO NCCL version 2.8.4+cuda11.2\n");
+        if host == "gpu-b" {
+            log.push_str(&format!("{host}:{pid}:{pid} [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"));
+            log.push_str(&format!("{host}:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n{host}:{pid}:{pid} [0] NCCL INFO Using network Socket\n"));
+        } else {
+            log.push_str(&format!("{host}:{pid}:{pid} [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n{host}:{pid}:{pid} [0] NCCL INFO Using network IB\n"));
+        }
+        log.push_str(&format!("{host}:{pid}:{} [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n", pid + 30));
+        let tagged: String = log
+            .lines()
+            .map(|l| format!("[1,{rank}]<stdout>:{l}\n"))
+            .collect();
+        write(dir.path(), &format!("{host}/mpirun.{host}.log"), &tagged);
+    }
+    assert_odd_host(
+        dir.path(),
+        "gpu-b",
+        &[1],
+        "found no libibverbs on this host",
+    );
+    let doc = common::analyze_to_json(dir.path());
+    let detail = doc["verdict"]["cause"]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+        + doc["verdict"]["cause"]["remedy"]
+            .as_str()
+            .unwrap_or_default();
+    assert!(detail.contains("libibverbs"), "{detail}");
+
+    let all_sockets = tempfile::tempdir().unwrap();
+    let log = "node3:88:88 [0] NCCL INFO NCCL version 2.30.3+cuda12.9\nnode3:88:88 [0] NCCL INFO Count not open libibverbs.so\nnode3:88:88 [0] NCCL INFO Count not open libibverbs.so.1\nnode3:88:88 [0] NCCL INFO Using network Socket\nnode3:88:90 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\nnode3:89:91 [1] NCCL INFO comm 0x55d1 rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE\n";
+    write(all_sockets.path(), "nccl.log", log);
+    let doc = common::analyze_to_json(all_sockets.path());
+    assert_eq!(doc["verdict"]["status"], "healthy", "{doc:#}");
+}

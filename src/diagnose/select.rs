@@ -427,8 +427,13 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 || (e.kind == EventKind::SocketRetry && !came_up)
                 // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
                 || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
+                // A plugin's load error, or no libibverbs, is how a host
+                // without that network looks: a sign, not a failure.
                 || (e.kind == EventKind::NcclInstall
-                    && e.text_field("what") != Some("plugin_load_error"))
+                    && !matches!(
+                        e.text_field("what"),
+                        Some("plugin_load_error" | "verbs_library_missing")
+                    ))
                 // A traceback ending in a CUDA error: that process died of it.
                 || (e.kind == EventKind::PythonException
                     && super::rules::cuda_error_text(e).is_some())

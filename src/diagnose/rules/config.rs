@@ -25,6 +25,8 @@ use super::Ctx;
 /// A setting not printed by a host that printed others.
 const UNSET: &str = "(not set)";
 
+const NETWORK: &str = "network transport";
+
 /// One thing hosts can differ in, and what each host had.
 struct Axis {
     what: String,
@@ -175,6 +177,9 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             format!("no line states {host}'s NCCL release; this line's format is printed by {value}'s range of releases and not the other's"),
         );
     }
+    if let Some(network) = axes.iter().find(|a| a.what == NETWORK) {
+        hosts_without_verbs(job, network, &mut h, &mut details);
+    }
     peer_mismatches(job, &mut h, &mut details);
     if axes[0].differs() {
         truncated_bootstrap(job, &mut h);
@@ -216,7 +221,7 @@ fn cite_shipped(version: &Axis, h: &mut Hypothesis) {
 /// The NCCL release, the transport, then each NCCL_* setting, per host.
 fn axes(job: &Job) -> Vec<Axis> {
     let mut version = Axis::new("NCCL release", 0.7, never);
-    let mut network = Axis::new("network transport", 0.6, is_socket);
+    let mut network = Axis::new(NETWORK, 0.6, is_socket);
     let mut plugin = Axis::new("network plugin", 0.45, is_internal);
     let mut env: BTreeMap<String, Axis> = BTreeMap::new();
     let mut env_hosts = BTreeSet::new();
@@ -376,6 +381,41 @@ fn place(job: &Job, axes: &[Axis], h: &mut Hypothesis) -> Option<bool> {
         .flat_map(|info| info.ranks.iter().copied())
         .collect();
     Some(*by_majority)
+}
+
+/// Where some hosts run IB and others sockets, a socket host whose NCCL
+/// could not load libibverbs says why it is on sockets: its image has no
+/// RDMA user space.
+fn hosts_without_verbs(job: &Job, network: &Axis, h: &mut Hypothesis, details: &mut Vec<String>) {
+    if !network.differs() {
+        return;
+    }
+    let on_sockets: BTreeSet<&String> = network
+        .hosts
+        .iter()
+        .filter(|(value, _)| is_socket(value))
+        .flat_map(|(_, hosts)| hosts)
+        .collect();
+    let mut cited = BTreeSet::new();
+    for (idx, ev) in job.events.iter().enumerate() {
+        let missing = ev.kind == EventKind::NcclInstall
+            && ev.text_field("what") == Some("verbs_library_missing");
+        let Some(host) = job.host_of_event(ev).filter(|_| missing) else {
+            continue;
+        };
+        if !on_sockets.contains(&host.to_string()) || !cited.insert(host.to_string()) {
+            continue;
+        }
+        details.push(format!(
+            "NCCL on {host} could not load libibverbs, so it fell back to sockets (its image has no rdma-core)"
+        ));
+        h.support(
+            Source::Nccl,
+            0.1,
+            Some(idx),
+            "NCCL found no libibverbs on this host: it cannot use IB here and runs on sockets",
+        );
+    }
 }
 
 /// NCCL's own complaints that a peer runs another release or transport.
