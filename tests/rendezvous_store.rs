@@ -192,3 +192,43 @@ torchrun --nnodes=2 --nproc_per_node=8 --master_addr=localhost train.py
         "{v:#}"
     );
 }
+
+/// open-sora#667 and grl-image-restoration#27's shape (torch 2.1 / 2.2, one
+/// host as far as the logs show): MASTER_ADDR was a node number, which the
+/// resolver reads as an IPv4 number in 0.0.0.0/8 (`6841231` is
+/// 0.104.99.143, `05` is 0.0.0.5), where no host has an address. The
+/// per-address retries (bracketed IPv6-mapped and bare IPv4 forms) and the
+/// final `failed to connect to any network address of (…)` both show it,
+/// with no second host needed.
+#[test]
+fn a_master_addr_of_digits_is_an_address_no_host_has_torch_2_1() {
+    let opensora = "\
+[W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:0.104.99.143]:47389 (errno: 110 - Connection timed out).
+[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - Connection timed out).
+[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).
+";
+    let torchx = "\
+trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).
+trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).
+trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect to 0.0.0.5:40323 (errno: 110 - Connection timed out).
+";
+    for log in [opensora, torchx] {
+        let v = verdict(&[("train.log", log)]);
+        let c = &v["cause"];
+        assert_eq!(c["kind"], "socket_interface", "{v:#}");
+        assert!(
+            c["summary"].as_str().unwrap().contains("0.0.0.0/8"),
+            "{c:#}"
+        );
+        assert!(
+            c["remedy"].as_str().unwrap().contains("bare number"),
+            "{c:#}"
+        );
+    }
+    // A routable store retried on one host stays undecided.
+    let routable = opensora
+        .replace("0.104.99.143", "10.1.0.1")
+        .replace("6841231", "node001");
+    let v = verdict(&[("train.log", routable.as_str())]);
+    assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
+}

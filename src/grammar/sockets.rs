@@ -1,7 +1,7 @@
 //! Interfaces and networks that never carry traffic between hosts
 //! (`[sockets]` in grammars/knowledge.toml).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Deserialize;
 
@@ -21,6 +21,10 @@ pub(super) struct SocketsSpec {
 struct NetworkSpec {
     cidr: String,
     what: String,
+    /// No host has an address in it: a connect fails from every host,
+    /// the caller's own included.
+    #[serde(default)]
+    no_host: bool,
 }
 
 /// A network every host has its own copy of (loopback, Docker's bridge):
@@ -30,6 +34,7 @@ struct LocalNetwork {
     base: IpAddr,
     prefix: u8,
     what: String,
+    no_host: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -53,6 +58,7 @@ impl LocalOnly {
                     base,
                     prefix,
                     what: n.what,
+                    no_host: n.no_host,
                 })
             })
             .collect::<Result<_, GrammarError>>()?;
@@ -69,14 +75,41 @@ impl LocalOnly {
 
     /// What host-local network `addr` lies in (`Docker's default bridge`).
     pub fn network_of(&self, addr: &str) -> Option<&str> {
-        // An IPv6 link-local address carries its interface as a zone:
-        // `fe80::1%ip6tnl0`.
-        let addr = addr.trim_matches(|c| c == '[' || c == ']');
-        let addr: IpAddr = addr.split('%').next()?.parse().ok()?;
+        self.network(addr).map(|n| n.what.as_str())
+    }
+
+    /// Whether `addr` lies in a network no host has an address in, so a
+    /// connect to it fails even from the caller's own host.
+    pub fn no_host(&self, addr: &str) -> bool {
+        self.network(addr).is_some_and(|n| n.no_host)
+    }
+
+    fn network(&self, addr: &str) -> Option<&LocalNetwork> {
+        let addr = resolve_literal(addr)?;
         self.networks
             .iter()
             .find(|n| contains(n.base, n.prefix, addr))
-            .map(|n| n.what.as_str())
+    }
+}
+
+/// The address a literal names, as the resolver reads it: an IPv6 zone
+/// (`fe80::1%ip6tnl0`, NCCL 2.5's bootstrap list) dropped, an IPv4-mapped
+/// IPv6 address (`[::ffff:10.0.0.1]`, c10d's) read as the IPv4 one, and a
+/// name of digits only read as one 32-bit number, as inet_aton does (a
+/// leading 0 makes it octal): MASTER_ADDR=`05` connects to 0.0.0.5.
+fn resolve_literal(addr: &str) -> Option<IpAddr> {
+    let addr = addr.trim_matches(|c| c == '[' || c == ']');
+    let addr = addr.split('%').next()?;
+    if !addr.is_empty() && addr.len() <= 11 && addr.bytes().all(|b| b.is_ascii_digit()) {
+        let number = match addr.strip_prefix('0').filter(|rest| !rest.is_empty()) {
+            Some(octal) => u32::from_str_radix(octal, 8).ok()?,
+            None => addr.parse::<u32>().ok()?,
+        };
+        return Some(IpAddr::V4(Ipv4Addr::from(number)));
+    }
+    match addr.parse().ok()? {
+        IpAddr::V6(v6) => Some(v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)),
+        v4 => Some(v4),
     }
 }
 
@@ -150,7 +183,28 @@ mod tests {
         );
         assert_eq!(t.network_of("2001:db8::1"), None);
         assert_eq!(t.network_of("node001"), None);
+        // c10d prints IPv4 peers mapped into IPv6.
+        assert_eq!(
+            t.network_of("[::ffff:172.17.0.2]"),
+            Some("Docker's default bridge")
+        );
         assert!(t.interface("docker0") && t.interface("lo") && !t.interface("ib0"));
+    }
+
+    /// open-sora#667's `(6841231, 47389)`, grl#27's `(05, 40323)`: a host
+    /// name of digits is a number to the resolver, here in 0.0.0.0/8.
+    #[test]
+    fn a_name_of_digits_is_read_as_the_number_it_is() {
+        let spec: SocketsSpec = toml::from_str(
+            "[[local_only_network]]\ncidr = \"0.0.0.0/8\"\nwhat = \"this network\"\nno_host = true\n",
+        )
+        .unwrap();
+        let t = LocalOnly::from_spec("test", spec).unwrap();
+        assert_eq!(resolve_literal("6841231"), "0.104.99.143".parse().ok());
+        assert_eq!(resolve_literal("05"), "0.0.0.5".parse().ok());
+        assert_eq!(resolve_literal("3232235777"), "192.168.1.1".parse().ok());
+        assert!(t.no_host("6841231") && t.no_host("[::ffff:0.104.99.143]"));
+        assert!(!t.no_host("10.0.0.5") && !t.no_host("node05"));
     }
 
     #[test]

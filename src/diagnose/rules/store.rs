@@ -33,7 +33,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         (
             0.5,
             0.3,
-            "timed out, while the store's server was up waiting for it: the path between them dropped the connects",
+            "it was up, waiting for this rank: the path between them dropped the connects",
         )
     } else {
         (0.3, 0.25, "its port was dropped, or the store was not up")
@@ -60,7 +60,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                         Source::Torch,
                         0.65,
                         Some(idx),
-                        format!("a rank timed out reaching the rendezvous store at {peer}, an address in {net} that only its own host can reach"),
+                        format!("a rank gave up reaching the rendezvous store at {peer}, an address in {net} that its own host alone can reach, if any"),
                     );
                 }
             }
@@ -78,7 +78,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                             w,
                             Some(idx),
                             format!(
-                                "a rank timed out reaching the rendezvous store at {peer}: {why}"
+                                "a rank gave up reaching the rendezvous store at {peer}: {why}"
                             ),
                         );
                     }
@@ -86,8 +86,8 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             }
         }
     }
-    if iface.support.is_empty() && many_hosts && !job.a_comm_came_up() {
-        retries_to_local_address(ctx, &mut iface);
+    if iface.support.is_empty() && !job.a_comm_came_up() {
+        retries_to_local_address(ctx, &mut iface, many_hosts);
     }
     [iface, fw]
         .into_iter()
@@ -98,9 +98,10 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// Retries that never end in a timeout line (Paddle's client retries until
 /// its long timeout; a paste stops while it still does): a host that kept
 /// retrying one address only its own host can reach, on a job that spans
-/// hosts and never brought a communicator up, was sent to itself. One retry
-/// is a store starting late; the repeat is what weighs.
-fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis) {
+/// hosts and never brought a communicator up, was sent to itself; one
+/// that no host has is wrong on any job. One retry is a store starting
+/// late; the repeat is what weighs.
+fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis, many_hosts: bool) {
     let mut seen: BTreeMap<(Option<&str>, &str), (usize, EventIdx)> = BTreeMap::new();
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::StoreConnect) {
         if ev.text_field("what") != Some("retry") {
@@ -117,6 +118,9 @@ fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis) {
         let Some(net) = local_network(ctx, peer) else {
             continue;
         };
+        if !many_hosts && !ctx.kb.local_only.no_host(peer) {
+            continue;
+        }
         if count < 2 || iface.support.len() >= CITED {
             continue;
         }
