@@ -267,3 +267,23 @@ fn a_programs_own_missing_kernel_image_is_not_put_on_nccl_torch_2_1() {
         "{v:#}"
     );
 }
+
+/// PaddleOCR#256's shape (Paddle 1.x's dynamic loader, multi-GPU training):
+/// the host has no libnccl on the loader's path, so every collective fails.
+/// The install, as XLA's `Unable to load NCCL library` is; the remedy says
+/// how to find the NCCL Paddle's build wants.
+#[test]
+fn paddle_finding_no_libnccl_is_the_install_paddle_1_8() {
+    let log = "Error: Failed to find dynamic library: libnccl.so ( libnccl.so: cannot open shared object file: No such file or directory ) \n Please specify its path correctly using following ways: \n Method. set environment variable LD_LIBRARY_PATH on Linux or DYLD_LIBRARY_PATH on Mac OS. \n";
+    let v = common::verdict_of(&[("workerlog.0", log)]);
+    let c = &v["cause"];
+    assert_eq!(c["kind"], "config_mismatch", "{v:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("cannot open shared object file"),
+        "{c:#}"
+    );
+    assert!(c["remedy"].as_str().unwrap().contains("run_check"), "{c:#}");
+}

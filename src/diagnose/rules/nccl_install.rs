@@ -159,8 +159,11 @@ fn library_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypot
             ),
             Some("library_unloadable") => (
                 0.6,
-                "the process found no NCCL library to load: its collectives cannot run (jaxlib 0.4.18+ needs the nvidia-nccl wheel)",
-                "no NCCL library could be loaded (`Unable to load NCCL library`)".to_string(),
+                "the process found no NCCL library to load: its collectives cannot run",
+                format!(
+                    "no NCCL library could be loaded (`{}`)",
+                    ev.text_field("error").unwrap_or("no libnccl")
+                ),
             ),
             Some("efa_cuda_register") => (
                 0.55,
