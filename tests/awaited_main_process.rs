@@ -304,3 +304,16 @@ fn a_timeout_glued_after_a_progress_bar_is_read_with_the_bar() {
     // Rank 1 timed out; rank 0, which wrote nothing else, printed the bar.
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// LlamaFactory#360's shape: one waiter's traceback through
+/// main_process_first, glued after rank 0's progress bar and cut before its
+/// exception line. A traceback stopping in that barrier is the barrier
+/// raising: the job hung waiting for rank 0, not merely degraded.
+#[test]
+fn a_cut_traceback_through_main_process_first_is_a_hang_on_rank_0() {
+    let log = "Running tokenizer on dataset:  88%|████████▊ | 383700/433643 [29:55<03:25, 2432.70 examples/s]Traceback (most recent call last):\n  File \"/workspace/src/train_bash.py\", line 14, in <module>\n    main()\n  File \"/workspace/src/llmtuner/dsets/preprocess.py\", line 160, in preprocess_dataset\n    with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n  File \"/usr/lib/python3.10/contextlib.py\", line 135, in __enter__\n    return next(self.gen)\n";
+    let v = verdict(&[("train.log", log)]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
+}

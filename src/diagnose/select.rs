@@ -407,6 +407,9 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                     | EventKind::TaskExited
                     | EventKind::UniqueIdWait
                     | EventKind::StoreWait
+                    // Only a traceback (or a dump of the hung process) shows
+                    // a process inside main_process_first: its barrier raised.
+                    | EventKind::MainProcessWait
                     | EventKind::BarrierReport
                     | EventKind::HorovodStall
                     | EventKind::TopologyFileError
