@@ -249,3 +249,21 @@ fn rccls_missing_iommu_pt_warning_backs_a_hang_between_the_gpus_rccl_2_18() {
     assert_ne!(finished["cause"]["kind"], "gpu_fault", "{finished:#}");
     assert_ne!(finished["status"], "hang", "{finished:#}");
 }
+
+/// nccl#2408's shape: sendrecv_perf across two hosts relays its failed
+/// checks, mpirun reports the non-zero exit, and each host's kernel log has
+/// an Xid 31 page fault of the process. The relays are the run failing: a
+/// crash of the faulting process, never a job that merely ran degraded.
+#[test]
+fn relayed_failures_beside_a_page_fault_are_a_crash_nccl_tests_2_16() {
+    let log = format!(
+        "{} .. node-a pid 871210: Test failure common.cu:1454\n .. node-b pid 871211: Test failure common.cu:1454\nprterun detected that one or more processes exited with non-zero status,\nthus causing the job to be terminated. Exit code: 7\n",
+        test_preamble(["node-a", "node-b"])
+    );
+    let dmesg = "[Tue Jun  3 10:15:02 2025] NVRM: Xid (PCI:0000:18:00): 31, pid=871210, name=sendrecv_perf, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f2b_80000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n";
+    let v = common::verdict_of_owned(&[
+        ("sendrecv.log".to_string(), log),
+        ("node-a/dmesg.txt".to_string(), dmesg.to_string()),
+    ]);
+    assert_eq!(v["status"], "crash", "{v:#}");
+}

@@ -428,6 +428,9 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 // NCCL retrying a refused or timed-out connect while no
                 // communicator came up: its set-up was failing.
                 || (e.kind == EventKind::SocketRetry && !came_up)
+                // nccl-tests relaying a failed check: the run failed, even
+                // where the check's own line was cut from the log.
+                || (e.kind == EventKind::NcclTestsTable && e.text_field("what") == Some("failure"))
                 // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
                 || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
                 // A plugin's load error, or no libibverbs, is how a host
