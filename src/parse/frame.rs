@@ -309,17 +309,13 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
 }
 
 /// `opt-1_3b.0 [stderr] `: the run and stream a benchmark harness (milabench)
-/// writes before each line its workers print. The label is a run's name,
-/// not a host's, so only peeled.
+/// writes before each line its workers print. The label has a host's shape
+/// but is a run's name, so it is only peeled.
 fn stream_label(s: &[u8]) -> Option<usize> {
-    let end = s.iter().take(128).position(|&b| b == b' ')?;
-    let label_ok = end > 0
-        && s[..end]
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    let (end, _) = host_word(s)?;
     let rest = &s[end..];
     let tagged = rest.starts_with(b" [stderr] ") || rest.starts_with(b" [stdout] ");
-    (label_ok && tagged).then_some(end + 10)
+    tagged.then_some(end + 10)
 }
 
 /// `trainer-worker-1  | ` (Compose v2) or `bug_1  | ` (v1): the container

@@ -390,11 +390,11 @@ fn hosts_without_verbs(job: &Job, network: &Axis, h: &mut Hypothesis, details: &
     if !network.differs() {
         return;
     }
-    let on_sockets: BTreeSet<&String> = network
+    let on_sockets: BTreeSet<&str> = network
         .hosts
         .iter()
         .filter(|(value, _)| is_socket(value))
-        .flat_map(|(_, hosts)| hosts)
+        .flat_map(|(_, hosts)| hosts.iter().map(String::as_str))
         .collect();
     let mut cited = BTreeSet::new();
     for (idx, ev) in job.events.iter().enumerate() {
@@ -403,7 +403,7 @@ fn hosts_without_verbs(job: &Job, network: &Axis, h: &mut Hypothesis, details: &
         let Some(host) = job.host_of_event(ev).filter(|_| missing) else {
             continue;
         };
-        if !on_sockets.contains(&host.to_string()) || !cited.insert(host.to_string()) {
+        if !on_sockets.contains(host) || !cited.insert(host) {
             continue;
         }
         details.push(format!(
