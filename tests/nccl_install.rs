@@ -287,3 +287,45 @@ fn paddle_finding_no_libnccl_is_the_install_paddle_1_8() {
     );
     assert!(c["remedy"].as_str().unwrap().contains("run_check"), "{c:#}");
 }
+
+/// NCCL 2.26+ refusing to connect an InfiniBand port with a RoCE one, in
+/// both of its wordings (the local pair, and a remote NIC of the other
+/// link layer): NCCL_IB_HCA mixes link types. The set-up, naming the host
+/// and the NIC, with NCCL_IB_HCA in the remedy.
+#[test]
+fn nics_of_two_link_layers_are_the_set_up_nccl_2_26_and_2_30() {
+    for log in [
+        "node1:88:90 [0] transport/net_ib/connect.cc:987 NCCL WARN NET/IB : Attempted to connect incompatible devices: [1]mlx5_1:1/RoCE and [0]mlx5_0:1/IB. Try selecting NICs of only one link type using NCCL_IB_HCA\nnode1:88:90 [0] NCCL INFO transport/net.cc:870 -> 3\n",
+        "node1:88:90 [0] transport/net_ib.cc:1376 NCCL WARN NET/IB : Remote IB device is incompatible with the local [0]mlx5_2:1/RoCE. Try selecting NICs of only one link type using NCCL_IB_HCA\n",
+    ] {
+        let v = common::verdict_of(&[("nccl.log", log)]);
+        let c = &v["cause"];
+        assert_eq!(c["kind"], "config_mismatch", "{v:#}");
+        assert_eq!(c["host"], "node1", "{c:#}");
+        assert!(
+            c["remedy"].as_str().unwrap().contains("NCCL_IB_HCA"),
+            "{c:#}"
+        );
+    }
+}
+
+/// nccl#1925's shape (NCCL 2.27+, GB200 pods without privileges): the
+/// fabric-handle allocation fails (`Cuda failure 800 'operation not
+/// permitted'`) and NCCL says MNNVL is there but not working, naming the
+/// IMEX channel device. The container's set-up, not the GPU; 2.25's
+/// wording says the same.
+#[test]
+fn mnnvl_without_an_imex_channel_is_the_containers_set_up_nccl_2_25_and_2_27() {
+    let nccl_2_27 = "[2025-11-30 05:55:16] pod-a:3769901:3769901 [1] include/alloc.h:228 NCCL WARN Cuda failure 800 'operation not permitted'\n[2025-11-30 05:55:16] pod-a:3769901:3769901 [1] mnnvl.cc:67 NCCL WARN MNNVL (cliqueSize 8) is available but not working on this system. Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to ignore this issue.\npod-a:3769901:3769901 [1] NCCL INFO init.cc:915 -> 2\n";
+    let nccl_2_25 = "gb-07:211:211 [0] mnnvl.cc:54 NCCL WARN MNNVL (cliqueSize 72) is available but not supported on this system. Check the IMEX configuration.\n";
+    for log in [nccl_2_27, nccl_2_25] {
+        let v = common::verdict_of(&[("nccl.log", log)]);
+        let c = &v["cause"];
+        assert_eq!(c["kind"], "config_mismatch", "{v:#}");
+        assert!(c["summary"].as_str().unwrap().contains("MNNVL"), "{c:#}");
+        assert!(
+            c["remedy"].as_str().unwrap().contains("nvidia-imex"),
+            "{c:#}"
+        );
+    }
+}

@@ -2,9 +2,12 @@
 //! use (NCCL_NET) is not there, because its plugin is absent or failed to
 //! load; the library is older than the NCCL the program was built against
 //! (two installs, the older one found first); or the build was made for a
-//! CUDA stack that cannot capture graphs on this driver. Each is a set-up
-//! of the host or image that differs from what the job expects: the
-//! `net_plugin` and `nccl_library` variants of `config_mismatch`.
+//! CUDA stack that cannot capture graphs on this driver. Or the host does
+//! not give NCCL what its hardware promises: NICs of two link layers in one
+//! connection, a multi-node NVLink system whose fabric handles the
+//! container cannot use. Each is a set-up of the host or image that differs
+//! from what the job expects: the `net_plugin`, `nccl_library`,
+//! `link_layer` and `imex` variants of `config_mismatch`.
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
@@ -27,6 +30,8 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         network_missing(ctx, &lines),
         library_mismatch(ctx, &lines),
         verbs_provider_missing(ctx, &lines),
+        link_layer_mix(ctx, &lines),
+        mnnvl_unusable(ctx, &lines),
     ]
     .into_iter()
     .flatten()
@@ -127,6 +132,85 @@ fn verbs_provider_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option
             },
             Some(idx),
             "libibverbs found no provider library for the RDMA device: NCCL cannot use it",
+        );
+    }
+    Some(h)
+}
+
+/// The lines of one `what`, with the first one's host.
+fn lines_of<'e>(
+    ctx: &Ctx<'_>,
+    lines: &[(EventIdx, &'e Event)],
+    what: &str,
+) -> Option<(Vec<EventIdx>, &'e Event, Option<String>)> {
+    let of: Vec<&(EventIdx, &Event)> = lines
+        .iter()
+        .filter(|(_, e)| e.text_field("what") == Some(what))
+        .collect();
+    let &&(_, first) = of.first()?;
+    let host = ctx.job.host_of_event(first).map(str::to_string);
+    Some((of.iter().map(|(i, _)| *i).collect(), first, host))
+}
+
+/// NCCL 2.26+ refuses to connect NICs of different link layers: NCCL_IB_HCA
+/// (or the hosts' NICs) mixes InfiniBand ports with RoCE ones.
+fn link_layer_mix(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let (idxs, first, host) = lines_of(ctx, lines, "link_layer_mix")?;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "link_layer");
+    h.host = host;
+    h.device = first
+        .text_field("device")
+        .or(first.text_field("local_device"))
+        .map(str::to_string);
+    let detail = match (
+        first.text_field("device"),
+        first.text_field("link_layer"),
+        first.text_field("other_device"),
+        first.text_field("other_link_layer"),
+    ) {
+        (Some(a), Some(la), Some(b), Some(lb)) => format!("{a} is {la}, {b} is {lb}"),
+        _ => format!(
+            "a {} peer NIC against the local {} {}",
+            first.text_field("remote_link_layer").unwrap_or("?"),
+            first.text_field("local_link_layer").unwrap_or("?"),
+            first.text_field("local_device").unwrap_or("NIC"),
+        ),
+    };
+    h.value("detail", detail);
+    for (n, idx) in idxs.into_iter().take(CITED).enumerate() {
+        h.support(
+            Source::Nccl,
+            if n == 0 { 0.65 } else { 0.05 },
+            Some(idx),
+            "NCCL refused to connect NICs of different link layers (InfiniBand and RoCE)",
+        );
+    }
+    Some(h)
+}
+
+/// A multi-node NVLink system (GB200 NVL72) whose fabric memory handles the
+/// process cannot export or import: its container has no IMEX channel, or
+/// the IMEX service is not set up. NCCL fails the communicator.
+fn mnnvl_unusable(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let (idxs, first, host) = lines_of(ctx, lines, "mnnvl_unusable")?;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "imex");
+    h.host = host;
+    let detail = match (first.int("clique_size"), first.text_field("check")) {
+        (Some(size), Some("IMEX channel configuration")) => format!(
+            "a clique of {size} GPUs, but no usable IMEX channel (/dev/nvidia-caps-imex-channels)"
+        ),
+        (Some(size), _) => format!("a clique of {size} GPUs, but its fabric handles failed"),
+        (None, _) => "MNNVL was required (NCCL_MNNVL_ENABLE=1) but is not supported".to_string(),
+    };
+    h.value("detail", detail);
+    for (n, idx) in idxs.into_iter().take(CITED).enumerate() {
+        h.support(
+            Source::Nccl,
+            if n == 0 { 0.65 } else { 0.05 },
+            Some(idx),
+            "NCCL found a multi-node NVLink system whose fabric memory this process cannot use (IMEX)",
         );
     }
     Some(h)
