@@ -456,3 +456,32 @@ fn nccls_own_peer_release_check_is_a_release_mismatch_nccl_2_23() {
         "{c:#}"
     );
 }
+
+/// NCCL 2.30.3+ stops init when its ranks found different numbers of NICs:
+/// rank 0 names each rank with fewer at INFO, then warns. The ranks named
+/// and their host (from their own init lines) are the odd ones; with
+/// NCCL_IGNORE_NET_MISMATCH the same INFO lines are no failure.
+#[test]
+fn ranks_with_fewer_nics_are_named_when_init_stops_nccl_2_30() {
+    let dir = tempfile::tempdir().unwrap();
+    let rank0 = "b200-17:5101:5101 [0] NCCL INFO ncclCommInitRankConfig comm 0xaaa1 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5be1 - Init START\nb200-17:5101:5101 [0] NCCL INFO Rank 13 has 7 local Net devices (max 8).\nb200-17:5101:5101 [0] init.cc:1338 NCCL WARN Detected mixed local Net device counts across ranks (min 7, max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to continue.\nb200-17:5101:5101 [0] NCCL INFO init.cc:1590 -> 2\n";
+    let rank13 = "b200-18:6213:6213 [5] NCCL INFO ncclCommInitRankConfig comm 0xbbb5 rank 13 nranks 16 cudaDev 5 nvmlDev 5 busId 9b000 commId 0x5be1 - Init START\n";
+    common::write(dir.path(), "b200-17/nccl.b200-17.5101.log", rank0);
+    common::write(dir.path(), "b200-18/nccl.b200-18.6213.log", rank13);
+    let doc = common::analyze_to_json(dir.path());
+    let c = &doc["verdict"]["cause"];
+    assert_eq!(c["kind"], "config_mismatch", "{c:#}");
+    assert_eq!(c["host"], "b200-18", "{c:#}");
+    assert_eq!(c["ranks"], serde_json::json!([13]), "{c:#}");
+    assert!(
+        c["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("NCCL_IGNORE_NET_MISMATCH"),
+        "{c:#}"
+    );
+
+    let ignored = "b200-17:5101:5101 [0] NCCL INFO Rank 13 has 7 local Net devices (max 8).\nb200-17:5101:5101 [0] NCCL INFO comm 0xaaa1 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5be1 - Init COMPLETE\n";
+    let v = common::verdict_of(&[("nccl.log", ignored)]);
+    assert_eq!(v["status"], "healthy", "{v:#}");
+}

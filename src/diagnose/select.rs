@@ -438,7 +438,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 || (e.kind == EventKind::NcclInstall
                     && !matches!(
                         e.text_field("what"),
-                        Some("plugin_load_error" | "verbs_library_missing")
+                        Some("plugin_load_error" | "verbs_library_missing" | "net_count_short")
                     ))
                 // A traceback ending in a CUDA error: that process died of it.
                 || (e.kind == EventKind::PythonException

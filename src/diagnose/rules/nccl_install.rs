@@ -9,6 +9,8 @@
 //! from what the job expects: the `net_plugin`, `nccl_library`,
 //! `link_layer` and `imex` variants of `config_mismatch`.
 
+use std::collections::BTreeSet;
+
 use crate::diagnose::hypothesis::{Hypothesis, Source};
 use crate::model::{CauseKind, Event, EventIdx, EventKind};
 
@@ -32,6 +34,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         verbs_provider_missing(ctx, &lines),
         link_layer_mix(ctx, &lines),
         mnnvl_unusable(ctx, &lines),
+        net_count_mismatch(ctx, &lines),
     ]
     .into_iter()
     .flatten()
@@ -211,6 +214,59 @@ fn mnnvl_unusable(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothe
             if n == 0 { 0.65 } else { 0.05 },
             Some(idx),
             "NCCL found a multi-node NVLink system whose fabric memory this process cannot use (IMEX)",
+        );
+    }
+    Some(h)
+}
+
+/// NCCL 2.30.3+ failed init because its ranks found different numbers of
+/// NICs; rank 0's INFO lines name the ranks with fewer, whose hosts are the
+/// odd ones (a NIC down or absent there, or NCCL_IB_HCA set differently).
+fn net_count_mismatch(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothesis> {
+    let (idxs, first, _) = lines_of(ctx, lines, "net_count_mismatch")?;
+    let job = ctx.job;
+    let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
+    h.value("variant", "net_count");
+    let kind = first.text_field("kind").unwrap_or("Net");
+    let (min, max) = (first.int("min"), first.int("max"));
+    let short: Vec<(EventIdx, u32)> = lines
+        .iter()
+        .filter(|(_, e)| {
+            e.text_field("what") == Some("net_count_short") && e.text_field("kind") == Some(kind)
+        })
+        .filter_map(|(i, e)| Some((*i, u32::try_from(e.int("short_rank")?).ok()?)))
+        .collect();
+    h.ranks = short.iter().map(|&(_, r)| r).collect();
+    let hosts: BTreeSet<&str> = h
+        .ranks
+        .iter()
+        .filter_map(|r| job.ranks.get(r).and_then(|i| i.host.as_deref()))
+        .collect();
+    h.host = hosts.iter().next().map(|s| s.to_string());
+    let who = match &h.ranks.iter().map(u32::to_string).collect::<Vec<_>>()[..] {
+        [] => "some ranks".to_string(),
+        ranks => format!("rank(s) {}", ranks.join(", ")),
+    };
+    h.value(
+        "detail",
+        format!(
+            "{who} found {} {kind} device(s) where others found {}",
+            min.map_or("fewer".into(), |m| m.to_string()),
+            max.map_or("more".into(), |m| m.to_string())
+        ),
+    );
+    h.support(
+        Source::Nccl,
+        0.65,
+        idxs.first().copied(),
+        "NCCL's ranks found different numbers of NICs and init stopped: a host has fewer than its peers",
+    );
+    for &(idx, _) in short.iter().take(CITED) {
+        h.support(
+            Source::Nccl,
+            0.05,
+            Some(idx),
+            "rank 0 names this rank as one with fewer NICs than the others",
         );
     }
     Some(h)
