@@ -55,7 +55,37 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     let mut out: Vec<Hypothesis> = by_rank.into_values().collect();
     out.extend(nvls_refused(ctx));
+    out.extend(nvlink_p2p_disabled(ctx));
     out
+}
+
+/// NVML says two GPUs NCCL found connected by NVLink may not access each
+/// other's memory (NCCL 2.12.7+ fails there): an NVLink fault, or on an
+/// NVSwitch system a Fabric Manager that is not running.
+fn nvlink_p2p_disabled(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::GpuFault);
+    h.value("variant", "nvlink_p2p");
+    for (idx, ev) in ctx
+        .job
+        .events_where(|k| k == EventKind::NvlsFailure)
+        .filter(|(_, e)| e.text_field("action") == Some("p2p_disabled"))
+    {
+        if h.support.is_empty() {
+            h.host = ctx.job.host_of_event(ev).map(str::to_string);
+            let (a, b) = (ev.int("gpu_a").unwrap_or(-1), ev.int("gpu_b").unwrap_or(-1));
+            h.value("detail", format!("GPUs {a} and {b}"));
+        }
+        if h.support.len() < 3 {
+            let weight = if h.support.is_empty() { 0.6 } else { 0.05 };
+            h.support(
+                Source::Nccl,
+                weight,
+                Some(idx),
+                "NVML reports peer-to-peer access disabled between GPUs NCCL found connected by NVLink: NCCL calls it a hardware issue",
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
 }
 
 const NVLS_WHY: &str = "NCCL could not set up NVLS multicast memory: the Fabric Manager or the NVSwitches failed or are misconfigured";
@@ -66,7 +96,11 @@ const NVLS_WHY: &str = "NCCL could not set up NVLS multicast memory: the Fabric 
 fn nvls_refused(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let mut h = Hypothesis::new(CauseKind::GpuFault);
     h.value("variant", "nvswitch".to_string());
-    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::NvlsFailure) {
+    for (idx, ev) in ctx
+        .job
+        .events_where(|k| k == EventKind::NvlsFailure)
+        .filter(|(_, e)| e.text_field("action") != Some("p2p_disabled"))
+    {
         if h.support.is_empty() {
             h.host = ctx.job.host_of_event(ev).map(str::to_string);
             let error = ev.text_field("error").unwrap_or("no CUDA error named");
