@@ -234,6 +234,26 @@ taurusml26:67298:67405 [0] bootstrap.cc:190 NCCL WARN Bootstrap Root : mismatch 
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
 
+/// NCCL 2.23+ says the same in one line of every field the root compares
+/// (`nranks 16 vs 8, nroots 1 vs 1, iroot 0 vs 0`, 2.30 adding `offset`);
+/// where only the root counts differ, the processes were set up for
+/// different numbers of bootstrap roots.
+#[test]
+fn processes_giving_different_sizes_or_roots_are_the_launchs_layout_nccl_2_23_and_2_30() {
+    let sizes = "gpu-01:4410:4460 [0] bootstrap.cc:335 NCCL WARN Bootstrap Root : mismatch in info from procs, nranks 16 vs 8, nroots 1 vs 1, iroot 0 vs 0, offset 0 vs 0\n";
+    let v = common::verdict_of(&[("nccl.log", sizes)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("gave 16 and 8 ranks"), "{summary}");
+    let roots = "gpu-01:4410:4460 [0] bootstrap.cc:318 NCCL WARN Bootstrap Root : mismatch in info from procs, nranks 64 vs 64, nroots 4 vs 1, iroot 0 vs 0\n";
+    let v = common::verdict_of(&[("nccl.log", roots)]);
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("gave 4 and 1 bootstrap roots"),
+        "{summary}"
+    );
+}
+
 /// Lightning#14986's shape (Slurm, two hosts of four GPUs, NCCL 2.10): the
 /// ranks the task layout gave collide, and the bootstrap root gets rank 1
 /// twice. NCCL's words decide it, before any communicator forms.

@@ -3,7 +3,8 @@
 //! and a world size that do not fit together (a world size counted per
 //! node, hosts started with different `--nnodes`), and NCCL refuses to set
 //! up. Or the bootstrap root got different rank counts from the processes
-//! of one communicator (`mismatch in rank count from procs 6 : 3`, 2.3–2.22):
+//! of one communicator (`mismatch in rank count from procs 6 : 3`, 2.3–2.22;
+//! `mismatch in info from procs, nranks 16 vs 8, nroots …`, 2.23+):
 //! they were launched with different world sizes, or two processes checked
 //! in with one rank (`rank 1 of 8 ranks has already checked in`, 2.3+):
 //! their ranks collide. TensorFlow's group resolver says the same of its
@@ -45,6 +46,19 @@ fn what_was_refused(ev: &Event) -> Option<(String, String)> {
         _ => {}
     }
     let nranks = ev.int("nranks")?;
+    if let (Some(roots), Some(other)) = (ev.int("nroots"), ev.int("other_nroots"))
+        && roots != other
+        && ev.int("other_nranks") == Some(nranks)
+    {
+        return Some((
+            format!(
+                "processes of one communicator of {nranks} gave {roots} and {other} bootstrap roots"
+            ),
+            format!(
+                "NCCL's bootstrap root got a root count of {other} from a process that counts {roots}: the processes were set up for different numbers of roots (NCCL_COMM_NROOTS, ncclCommInitRankScalable)"
+            ),
+        ));
+    }
     if let Some(other) = ev.int("other_nranks") {
         return Some((
             format!("processes of one communicator gave {nranks} and {other} ranks"),
