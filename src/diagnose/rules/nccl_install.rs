@@ -181,14 +181,11 @@ fn link_layer_mix(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothe
         ),
     };
     h.value("detail", detail);
-    for (n, idx) in idxs.into_iter().take(CITED).enumerate() {
-        h.support(
-            Source::Nccl,
-            if n == 0 { 0.65 } else { 0.05 },
-            Some(idx),
-            "NCCL refused to connect NICs of different link layers (InfiniBand and RoCE)",
-        );
-    }
+    cite_lines(
+        &mut h,
+        &idxs,
+        "NCCL refused to connect NICs of different link layers (InfiniBand and RoCE)",
+    );
     Some(h)
 }
 
@@ -208,15 +205,25 @@ fn mnnvl_unusable(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypothe
         (None, _) => "MNNVL was required (NCCL_MNNVL_ENABLE=1) but is not supported".to_string(),
     };
     h.value("detail", detail);
-    for (n, idx) in idxs.into_iter().take(CITED).enumerate() {
+    cite_lines(
+        &mut h,
+        &idxs,
+        "NCCL found a multi-node NVLink system whose fabric memory this process cannot use (IMEX)",
+    );
+    Some(h)
+}
+
+/// NCCL's own refusal at set-up decides (0.65); the same line from more
+/// processes is cited beside it, adding little.
+fn cite_lines(h: &mut Hypothesis, idxs: &[EventIdx], why: &str) {
+    for (n, &idx) in idxs.iter().take(CITED).enumerate() {
         h.support(
             Source::Nccl,
             if n == 0 { 0.65 } else { 0.05 },
             Some(idx),
-            "NCCL found a multi-node NVLink system whose fabric memory this process cannot use (IMEX)",
+            why,
         );
     }
-    Some(h)
 }
 
 /// NCCL 2.30.3+ failed init because its ranks found different numbers of
