@@ -74,6 +74,7 @@ fn nvlink_p2p_disabled(ctx: &Ctx<'_>) -> Option<Hypothesis> {
             h.host = ctx.job.host_of_event(ev).map(str::to_string);
             let (a, b) = (ev.int("gpu_a").unwrap_or(-1), ev.int("gpu_b").unwrap_or(-1));
             h.value("detail", format!("GPUs {a} and {b}"));
+            place_on_nvml_devices(ctx, &mut h, [a, b]);
         }
         if h.support.len() < 3 {
             let weight = if h.support.is_empty() { 0.6 } else { 0.05 };
@@ -135,6 +136,37 @@ fn nvls_refused(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         }
     }
     (!h.support.is_empty()).then_some(h)
+}
+
+/// The ranks of the host whose processes' init lines name one of the NVML
+/// devices (`nvmlDev N`, NCCL 2.4+), and the bus id of the first device.
+/// A process is known by its host and pid: a subgroup's init line numbers
+/// its ranks its own way.
+fn place_on_nvml_devices(ctx: &Ctx<'_>, h: &mut Hypothesis, devices: [i64; 2]) {
+    let job = ctx.job;
+    let Some(host) = h.host.clone() else {
+        return;
+    };
+    let mut by_device: BTreeMap<i64, u32> = BTreeMap::new();
+    for (_, ev) in job.events_where(|k| k == EventKind::NcclCommInit) {
+        let Some(dev) = ev.int("nvml_dev").filter(|d| devices.contains(d)) else {
+            continue;
+        };
+        if job.host_of_event(ev) != Some(host.as_str()) {
+            continue;
+        }
+        let rank = job.ranks.values().find(|r| {
+            r.host.as_deref() == Some(host.as_str()) && r.pid.is_some() && r.pid == ev.who.pid
+        });
+        if let Some(rank) = rank {
+            by_device.entry(dev).or_insert(rank.rank);
+        }
+    }
+    h.ranks = by_device.values().copied().collect();
+    h.gpu_bus_id = by_device
+        .get(&devices[0])
+        .and_then(|r| job.ranks.get(r))
+        .and_then(|info| info.gpu_bus_id.clone());
 }
 
 /// The CUDA error an event reports, if any.
