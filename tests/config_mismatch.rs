@@ -466,15 +466,7 @@ fn a_host_without_libibverbs_is_why_it_runs_sockets_nccl_2_8_and_2_30() {
 fn nccls_own_peer_release_check_is_a_release_mismatch_nccl_2_23() {
     let log = "gpu-03:4410:4410 [0] NCCL INFO NCCL version 2.26.5+cuda12.9\ngpu-03:4410:4410 [0] init.cc:1043 NCCL WARN Mismatched NCCL version detected : rank 8 version 22703 rank 0 version 22605\ngpu-03:4410:4410 [0] NCCL INFO init.cc:1584 -> 5\n";
     let v = common::verdict_of(&[("gpu-03/nccl.log", log)]);
-    let c = &v["cause"];
-    assert_eq!(c["kind"], "config_mismatch", "{v:#}");
-    assert!(
-        c["summary"]
-            .as_str()
-            .unwrap()
-            .contains("NCCL versions differ"),
-        "{c:#}"
-    );
+    common::assert_cause(&v, "config_mismatch", "NCCL versions differ");
 }
 
 /// NCCL 2.30.3+ stops init when its ranks found different numbers of NICs:

@@ -15,15 +15,7 @@ external/xla/xla/service/gpu/nccl_utils.cc:133: NCCL operation ncclGetUniqueId(&
 current tracing scope: all-reduce-start; current profiling annotation:
 ";
     let v = common::verdict_of(&[("train.log", log)]);
-    let c = &v["cause"];
-    assert_eq!(c["kind"], "config_mismatch", "{v:#}");
-    assert!(
-        c["summary"]
-            .as_str()
-            .unwrap()
-            .contains("Unable to load NCCL library"),
-        "{c:#}"
-    );
+    let c = common::assert_cause(&v, "config_mismatch", "Unable to load NCCL library");
     assert!(
         c["remedy"].as_str().unwrap().contains("jax[cuda12]"),
         "{c:#}"

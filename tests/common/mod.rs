@@ -73,6 +73,23 @@ pub fn cause_kinds(verdict: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
+/// Asserts the verdict's cause kind and that its summary says `said`;
+/// returns the cause for further checks.
+pub fn assert_cause<'v>(
+    verdict: &'v serde_json::Value,
+    kind: &str,
+    said: &str,
+) -> &'v serde_json::Value {
+    let cause = &verdict["cause"];
+    assert_eq!(cause["kind"], kind, "{verdict:#}");
+    let summary = cause["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains(said),
+        "{said:?} not in {summary:?}\n{cause:#}"
+    );
+    cause
+}
+
 /// Writes `text` to `root/rel`, making its folders: a job folder in a test.
 pub fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
