@@ -433,13 +433,10 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 || (e.kind == EventKind::NcclTestsTable && e.text_field("what") == Some("failure"))
                 // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
                 || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
-                // A plugin's load error, or no libibverbs, is how a host
-                // without that network looks: a sign, not a failure.
-                || (e.kind == EventKind::NcclInstall
-                    && !matches!(
-                        e.text_field("what"),
-                        Some("plugin_load_error" | "verbs_library_missing" | "net_count_short")
-                    ))
+                // Install lines a grammar marks `sign` (a plugin's load
+                // error, no libibverbs: how a host without that network
+                // looks) are signs, not failures.
+                || (e.kind == EventKind::NcclInstall && e.text_field("sign").is_none())
                 // A traceback ending in a CUDA error: that process died of it.
                 || (e.kind == EventKind::PythonException
                     && super::rules::cuda_error_text(e).is_some())
