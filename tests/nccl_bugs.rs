@@ -778,3 +778,62 @@ fn a_topology_file_with_more_gpus_than_used_fails_init_until_2_8_3_nccl_2_7_8() 
         );
     }
 }
+
+/// nccl#1808's shape: two hosts, communicators up, then every rank's
+/// watchdog times out; one host's NCCL dropped a connection that did not
+/// open with NCCL's magic (an HTTP scraper's `GET /met…`), in the wording of
+/// its release: the WARN of 2.16.2–2.26 or the INFO of 2.27–2.30.4.
+fn foreign_connection_hang(version: &str, hang: bool) -> tempfile::TempDir {
+    let mut files = Vec::new();
+    for (rank, host) in [(0u32, "node1"), (1, "node2")] {
+        let pid = 5200 + rank;
+        let mut lines = init(host, pid, rank, version);
+        lines.push(format!(
+            "{host}:{pid}:{} [{rank}] NCCL INFO comm 0x55d0{rank}0 rank {rank} nranks 2 cudaDev {rank} nvmlDev {rank} busId 18000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE",
+            pid + 60
+        ));
+        if rank == 1 {
+            let wording = if version.starts_with("2.2") && version < "2.27" {
+                format!(
+                    "{host}:{pid}:{} [{rank}] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong magic 74656d2f20544547 != 7970663b906d70b9",
+                    pid + 3
+                )
+            } else {
+                format!(
+                    "{host}:{pid}:{} [{rank}] NCCL INFO socketFinalizeAccept: didn't receive a valid magic from 10.9.8.7<44120>",
+                    pid + 3
+                )
+            };
+            lines.push(wording);
+        }
+        if hang {
+            lines.push(format!(
+                "[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+            ));
+        }
+        files.push((format!("{host}/nccl.{host}.{pid}"), lines));
+    }
+    let files: Vec<(&str, Vec<String>)> =
+        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
+    job(&files)
+}
+
+#[test]
+fn a_connection_without_nccls_magic_before_a_hang_is_the_proxy_accept_defect_fixed_in_2_30_7() {
+    for version in ["2.21.5", "2.27.3"] {
+        let doc = analyze(foreign_connection_hang(version, true).path());
+        assert_names(&doc, "proxy_accept_foreign_connection", &["2.30.7"]);
+        assert_eq!(
+            doc["verdict"]["cause"]["kind"],
+            "nccl_bug",
+            "{version}: {:?}",
+            kinds(&doc)
+        );
+    }
+    // Dropped, the stranger's connection harmed nothing: no hang, no defect.
+    let doc = analyze(foreign_connection_hang("2.21.5", false).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+    // 2.30.7 prints neither wording; a hang there is someone else's.
+    let doc = analyze(foreign_connection_hang("2.30.7", true).path());
+    assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
+}

@@ -91,6 +91,51 @@ fn a_host_local_address_among_many_hosts_names_no_host() {
     );
 }
 
+/// NCCL 2.21.5, four hosts of four ranks: node001 prints its bootstrap
+/// address, node002 and node003 cannot connect to libvirt's 192.168.122.1,
+/// and `silent` hosts print only their version and init lines. With one host left
+/// unaccounted for, the address is that host's: its ranks advertised it.
+fn virbr_peer_job(silent: &[u32]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..16u32 {
+        let n = r / 4 + 1;
+        let host = format!("node{n:03}");
+        let (l, pid) = (r % 4, 6100 + r);
+        let mut text = format!(
+            "{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.21.5+cuda12.4\n\
+             {host}:{pid}:{pid} [{l}] NCCL INFO ncclCommInitRank comm 0x5a{r} rank {r} nranks 16 cudaDev {l} nvmlDev {l} busId {l}8000 commId 0x1f2e - Init START\n"
+        );
+        if n == 1 {
+            text.push_str(&format!(
+                "{host}:{pid}:{pid} [{l}] NCCL INFO Bootstrap : Using eth0:10.3.0.11<0>\n"
+            ));
+        } else if !silent.contains(&n) {
+            text.push_str(&format!(
+                "{host}:{pid}:{pid} [{l}] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.122.1<40821> failed : Connection refused\n"
+            ));
+        }
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+    }
+    common::analyze_to_json(dir.path())
+}
+
+#[test]
+fn the_one_host_no_line_accounts_for_advertised_the_unreachable_address_nccl_2_21() {
+    let doc = virbr_peer_job(&[4]);
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert_eq!(cause["host"], "node004", "{cause:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([12, 13, 14, 15])
+    );
+    // Two hosts unaccounted for: either may have advertised it; none is named.
+    let doc = virbr_peer_job(&[3, 4]);
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert_eq!(cause["host"], Value::Null, "{cause:#}");
+}
+
 /// NCCL 2.19 on RoCE, every rank on mlx5_0, GID index 0 link-local on both
 /// hosts: a hazard for queue pairs, but bootstrap sockets never use a GID.
 /// node002's connects to node001 time out with no verbs error anywhere:

@@ -209,8 +209,13 @@ fn bug(spec: BugSpec) -> Result<NcclBug, String> {
         .into_iter()
         .map(condition)
         .collect::<Result<Vec<_>, _>>()?;
-    if dated_by.iter().any(|c| !c.is_symptom()) {
-        return Err("dated_by must be a symptom line".into());
+    // A line the release prints: a state, a setting or a feature is no
+    // release's own, and the signature already asks for a symptom.
+    if dated_by
+        .iter()
+        .any(|c| !matches!(c, Condition::Event { .. }))
+    {
+        return Err("dated_by must name a line (an `event` condition)".into());
     }
     Ok(NcclBug {
         id: spec.id,
@@ -388,6 +393,16 @@ all = [{ state = "hang" }]
         assert!(base("basis = \"b\"", "basis = \"\"").is_err());
         assert!(base("symptom = \"s.\"", "symptom = \"s.\"\nweight = 1.5").is_err());
         assert!(base("title = \"t\"", "title = \"t\"\nsurprise = 1").is_err());
+        // A line dates a release; a state or a setting is no release's own.
+        let dated = |by: &str| {
+            base(
+                "remedy = \"Upgrade to 2.18.3.\"",
+                &format!("remedy = \"Upgrade to 2.18.3.\"\ndated_by = {by}"),
+            )
+        };
+        assert!(dated(r#"{ event = "foreign_connection" }"#).is_ok());
+        assert!(dated(r#"{ state = "hang" }"#).is_err());
+        assert!(dated(r#"{ env = "NCCL_CROSS_NIC" }"#).is_err());
     }
 
     #[test]

@@ -130,6 +130,10 @@ event_kinds! {
     /// A refused or timed-out connect NCCL is still retrying (INFO): not a
     /// failure by itself, since peers start listening at different times.
     SocketRetry => "socket_retry",
+    /// A connection to one of NCCL's listening ports that did not open
+    /// with NCCL's magic (a port scanner, a metrics scraper, another job
+    /// dialling a reused port): NCCL drops it; not a failure by itself.
+    ForeignConnection => "foreign_connection",
     BootstrapError => "bootstrap_error",
     /// The AWS EFA plugin (aws-ofi-nccl) failed a request or could not
     /// add a peer's address (`what`: completion, address).

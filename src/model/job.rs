@@ -370,6 +370,36 @@ impl Job {
         hosts.into_iter().find(|h| *h != me)
     }
 
+    /// The one host outside `accounted` whose address no line gives,
+    /// where every other host printed its own (NCCL's `Bootstrap : Using
+    /// eth0:10.0.0.3<0>`) or is in `accounted` (it reported the failed
+    /// connect, so the address it dialled is not its own): an address no
+    /// host claims is that host's, whose ranks advertised it and logged
+    /// nothing (an empty NCCL_DEBUG_FILE, a rank that hung before its
+    /// first line). `None` for one or two hosts (`other_host_of_two`
+    /// decides those), or where two or more hosts are left.
+    pub fn sole_host_outside(&self, accounted: &BTreeSet<String>) -> Option<String> {
+        let short = super::build::short_host_of;
+        let hosts = self.hosts_seen();
+        if hosts.len() < 3 {
+            return None;
+        }
+        let addressed: BTreeSet<String> = self
+            .hosts
+            .iter()
+            .filter(|(_, info)| !info.ips.is_empty())
+            .map(|(h, _)| short(h))
+            .chain(self.addr_hosts.values().map(|h| short(h)))
+            .collect();
+        let mut left = hosts
+            .iter()
+            .filter(|h| !addressed.contains(*h) && !accounted.contains(*h));
+        match (left.next(), left.next()) {
+            (Some(h), None) => Some(h.clone()),
+            _ => None,
+        }
+    }
+
     /// How many ranks the job had at least: its world size, the ranks the
     /// logs name, or the worker processes that left a file of their own
     /// (`NCCL_DEBUG_FILE=nccl.%h.%p` is written, if empty, by every rank).

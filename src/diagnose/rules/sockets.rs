@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::short_host_of;
 use crate::model::{CauseKind, Event, EventIdx, EventKind, Sym};
 
 use super::Ctx;
@@ -201,6 +202,7 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .entry("detail")
             .or_insert_with(|| format!("`{iface}`"));
     }
+    let dialers = dialers_by_peer(job, &connect_errors);
     for &idx in connect_errors.iter().take(8) {
         let ev = &job.events[idx];
         let error = ev
@@ -257,6 +259,11 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 peer.as_ref()
                     .filter(|p| is_ip(p))
                     .and_then(|_| job.other_host_of_two(host.as_deref()?))
+            })
+            .or_else(|| {
+                peer.as_ref()
+                    .filter(|p| is_ip(p))
+                    .and_then(|p| job.sole_host_outside(dialers.get(p.as_str())?))
             })
             .or_else(|| peer.clone().filter(|p| is_ip(p) && local_net.is_none()));
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
@@ -344,6 +351,23 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         .into_iter()
         .filter(|h| !h.support.is_empty())
         .collect()
+}
+
+/// The hosts that reported a failed connect to each peer address: the
+/// address is none of theirs (a host-local one aside, where each dialled
+/// its own copy; they advertised another).
+fn dialers_by_peer<'a>(
+    job: &'a crate::model::Job,
+    connect_errors: &[EventIdx],
+) -> BTreeMap<&'a str, BTreeSet<String>> {
+    let mut dialers: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for &idx in connect_errors {
+        let ev = &job.events[idx];
+        if let (Some(peer), Some(host)) = (ev.text_field("peer"), job.host_of_event(ev)) {
+            dialers.entry(peer).or_default().insert(short_host_of(host));
+        }
+    }
+    dialers
 }
 
 /// NCCL's INFO retries of a refused or timed-out connect, where no final
