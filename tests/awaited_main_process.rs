@@ -317,3 +317,28 @@ fn a_cut_traceback_through_main_process_first_is_a_hang_on_rank_0() {
     assert_eq!(v["status"], "hang", "{v:#}");
     assert_eq!(v["stuck_ranks"], json!([0]), "{v:#}");
 }
+
+/// pytorch#111187's shape (the error pasted before its traceback): the
+/// traceback leaves main_process_first through contextlib's `__exit__`, the
+/// helper's closing barrier, which only the main process calls once its
+/// own work is done. This is the main process failing in NCCL, not a rank
+/// waiting for it; a traceback under `__enter__` is a waiter's.
+#[test]
+fn a_traceback_leaving_main_process_first_through_exit_is_the_main_process_not_a_waiter() {
+    let log = |side: &str, line: u32| {
+        format!(
+            "Traceback (most recent call last):\n\
+  File \"/src/llmtuner/dsets/preprocess.py\", line 216, in preprocess_dataset\n\
+    with training_args.main_process_first(desc=\"dataset map pre-processing\"):\n\
+  File \"/env/lib/python3.10/contextlib.py\", line {line}, in {side}\n\
+    next(self.gen)\n"
+        )
+    };
+    let error = "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'invalid argument'\n";
+    let v = verdict(&[("worker.log", &format!("{error}{}", log("__exit__", 142)))]);
+    assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+    let v = verdict(&[("worker.log", &log("__enter__", 135))]);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}

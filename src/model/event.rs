@@ -234,6 +234,11 @@ event_kinds! {
     /// A traceback frame in a helper that holds the other ranks at a barrier
     /// while the main process works alone (`main_process_first`).
     MainProcessWait => "main_process_wait",
+    /// A traceback frame of contextlib's generator-based context manager
+    /// (`__enter__` / `__exit__`): which side of a `with` block raised.
+    /// Under `main_process_first`, `__exit__` is the main process's own
+    /// barrier, releasing the others, not a rank waiting for it.
+    ContextFrame => "context_frame",
     JobCancelled => "job_cancelled",
     JobCompleted => "job_completed",
     /// The training loop said it finished (Lightning, Hugging Face, own prints):

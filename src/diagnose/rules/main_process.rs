@@ -36,20 +36,24 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 && e.int("root").is_none_or(|root| root == 0)
                 && e.who.rank != Some(0)
         })
-        .filter(|&(idx, _)| !failed_on_its_own(ctx, idx))
+        .filter(|&(idx, _)| !failed_on_its_own(ctx, idx) && !releasing(ctx, idx))
         .collect();
-    // Rank 0 at the barrier or in a collective of its own was not elsewhere.
-    let zero_arrived = job.events.iter().any(|e| {
-        e.who.rank == Some(0)
-            && matches!(
-                e.kind,
-                EventKind::MainProcessWait
-                    | EventKind::WatchdogTimeout
-                    | EventKind::WatchdogException
-                    | EventKind::NcclErrorReport
-                    | EventKind::CommAborted
-            )
-    });
+    // Rank 0 at the barrier or in a collective of its own was not elsewhere;
+    // nor was the main process whose traceback leaves the helper's body.
+    let releases = (0..job.events.len())
+        .any(|idx| job.events[idx].kind == EventKind::MainProcessWait && releasing(ctx, idx));
+    let zero_arrived = releases
+        || job.events.iter().any(|e| {
+            e.who.rank == Some(0)
+                && matches!(
+                    e.kind,
+                    EventKind::MainProcessWait
+                        | EventKind::WatchdogTimeout
+                        | EventKind::WatchdogException
+                        | EventKind::NcclErrorReport
+                        | EventKind::CommAborted
+                )
+        });
     if waits.is_empty() || zero_arrived || super::culprit_deaths(ctx).by_rank.contains_key(&0) {
         return None;
     }
@@ -114,6 +118,18 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         },
     );
     Some(h)
+}
+
+/// A `main_process_first` frame whose next frame is contextlib's
+/// `__exit__`: the helper's closing barrier, which only the main process
+/// calls once its work is done (the others call the opening one, under
+/// `__enter__`). That traceback is the main process's, not a waiter's.
+fn releasing(ctx: &Ctx<'_>, idx: usize) -> bool {
+    ctx.job
+        .events_below(idx, 3)
+        .map(|(_, e)| e)
+        .find(|e| e.kind == EventKind::ContextFrame)
+        .is_some_and(|e| e.text_field("function") == Some("__exit__"))
 }
 
 /// A wait whose traceback ends in an NCCL error of the rank's own (a CUDA
