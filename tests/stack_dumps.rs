@@ -302,3 +302,45 @@ fn a_hang_without_dumps_asks_for_them() {
     }
     assert!(!asks(&logs));
 }
+
+/// pytorch#87995's and BLOOM's eval hangs: the only dump is of the rank the
+/// others waited for, its main thread reading from its DataLoader's worker
+/// queue (py-spy 0.3). With no dump in a collective to compare, that wait
+/// is the lead: the rank stalled in data loading. A queue read under no
+/// data iterator (a logging thread's queue) says nothing.
+#[test]
+fn a_lone_dump_waiting_for_its_data_loader_is_the_stalled_rank_py_spy_0_3() {
+    const FETCHING: &[&str] = &[
+        "wait (threading.py:306)",
+        "get (queue.py:179)",
+        "_try_get_data (torch/utils/data/dataloader.py:1011)",
+        "_get_data (torch/utils/data/dataloader.py:1163)",
+        "_next_data (torch/utils/data/dataloader.py:1207)",
+        "__next__ (torch/utils/data/dataloader.py:530)",
+        "evaluate (megatron/training.py:983)",
+        "main (pretrain_gpt.py:245)",
+    ];
+    let logs = vec![
+        ("rank0.log".to_string(), init(0)),
+        ("stacks/pyspy-4100.txt".to_string(), pyspy(0, FETCHING)),
+    ];
+    let v = common::verdict_of_owned(&logs);
+    assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert!(summary(&v).contains("waiting for its data loader"), "{v:#}");
+    assert!(summary(&v).contains("_try_get_data"), "{v:#}");
+
+    const LOGGING: &[&str] = &[
+        "wait (threading.py:306)",
+        "get (queue.py:179)",
+        "flush (metrics/writer.py:88)",
+        "train (train.py:131)",
+    ];
+    let logs = vec![
+        ("rank0.log".to_string(), init(0)),
+        ("stacks/pyspy-4100.txt".to_string(), pyspy(0, LOGGING)),
+    ];
+    let v = common::verdict_of_owned(&logs);
+    assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
+}

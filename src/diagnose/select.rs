@@ -267,14 +267,15 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         }
         // Horovod's stall inspector prints while the ranks wait, the
         // Flight Recorder dumps PyTorch's analysis reads are taken when a
-        // collective timed out, and stack dumps of ranks waiting in one are
-        // taken while the job hangs: whatever the cause, the job hung.
+        // collective timed out, and stack dumps of ranks waiting in one (or
+        // for their data loader) are taken while the job hangs: whatever the
+        // cause, the job hung.
         _ if ctx
             .job
             .events
             .iter()
             .any(|e| e.kind == EventKind::HorovodStall || is_fr_block(e))
-            || super::rules::dumps_wait_in_a_collective(ctx)
+            || super::rules::dumps_show_a_wait(ctx)
             || super::rules::ras_shows_a_hang(ctx) =>
         {
             Status::Hang
@@ -373,7 +374,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
     let came_up = job.a_comm_came_up();
     job.deaths.iter().any(|d| !d.consequence)
         || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
-        || super::rules::dumps_wait_in_a_collective(ctx)
+        || super::rules::dumps_show_a_wait(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || super::rules::ras_shows_lost_processes(ctx)
         || job.events.iter().any(|e| {

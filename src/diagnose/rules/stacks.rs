@@ -36,26 +36,129 @@ struct Place {
     innermost: Option<EventIdx>,
     /// Its Python frames, innermost first, as `func (file:line)`.
     stack: Vec<String>,
+    /// The frame that shows it waiting for its data loader, if it was.
+    data_wait: Option<EventIdx>,
 }
 
 pub(super) fn stack_dumps(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     let places = places_by_rank(ctx);
-    if places.len() < 2 {
-        return None;
-    }
-    behind(ctx, &places)
-        .or_else(|| out_of_order(ctx, &places))
-        .or_else(|| odd_stacks(ctx, &places))
+    let compared = (places.len() >= 2)
+        .then(|| {
+            behind(ctx, &places)
+                .or_else(|| out_of_order(ctx, &places))
+                .or_else(|| odd_stacks(ctx, &places))
+        })
+        .flatten();
+    compared.or_else(|| waiting_for_data(ctx))
 }
 
-/// Some dumped rank's main thread waited in a torch.distributed collective:
-/// dumps are taken of a job that hangs, and this one did in that collective.
-pub fn dumps_wait_in_a_collective(ctx: &Ctx<'_>) -> bool {
+/// Support of a dump whose main thread waits for its data loader, where no
+/// dump shows a rank in a collective to compare it with.
+const DATA_WAIT: f64 = 0.45;
+/// How many innermost Python frames a data-loader wait shows in.
+const DATA_WAIT_FRAMES: usize = 8;
+/// How many of them the summary quotes.
+const DATA_WAIT_SHOWN: usize = 4;
+
+/// Dumped processes whose main thread waits for its data loader (the
+/// DataLoader's fetch from its workers, or a queue read under a data
+/// iterator) and none of whose dumps waits in a collective: the rank never
+/// reached the collective its peers need (a worker that died or deadlocked,
+/// pytorch#25158; slow storage). A lone dump is a moment, so a lead.
+fn waiting_for_data(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let places: Vec<(Option<u32>, Place)> = ctx
+        .job
+        .stacks
+        .iter()
+        .filter_map(|d| Some((d.rank, place_of(ctx, d)?)))
+        .collect();
+    if places.iter().any(|(_, p)| p.collective.is_some()) {
+        return None;
+    }
+    let waiting: Vec<&(Option<u32>, Place)> = places
+        .iter()
+        .filter(|(_, p)| p.data_wait.is_some())
+        .collect();
+    let (_, first) = waiting.first()?;
+    let ranks: BTreeSet<u32> = waiting.iter().filter_map(|(r, _)| *r).collect();
+    let mut h = Hypothesis::new(CauseKind::RankStalled);
+    on_the_ranks(ctx.job, &mut h, &ranks);
+    h.value("variant", "data_wait");
+    let who = match ranks.first() {
+        Some(_) => format!(
+            "Rank {}{}",
+            ranks
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            h.host
+                .as_ref()
+                .map_or(String::new(), |host| format!(" on {host}"))
+        ),
+        None => "A dumped process".to_string(),
+    };
+    h.value("who", who);
+    let at = first
+        .stack
+        .iter()
+        .take(DATA_WAIT_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>();
+    h.value("detail", format!("`{}`", at.join(" ← ")));
+    for (rank, place) in &waiting {
+        let whose = rank.map_or("a process".to_string(), |r| format!("rank {r}"));
+        h.support(
+            Source::Stacks,
+            DATA_WAIT,
+            place.data_wait,
+            format!(
+                "{whose}'s stack dump: its main thread waited for its data loader, in no collective"
+            ),
+        );
+    }
+    h.ranks = ranks;
+    Some(h)
+}
+
+/// The frame that shows a main thread waiting for its data: the
+/// DataLoader's own fetch, or a queue read directly under a data
+/// iterator's `__next__` (fairseq's, a datapipe's).
+fn data_wait_frame(python: &[&(EventIdx, &Event)]) -> Option<EventIdx> {
+    let near: Vec<&(EventIdx, &Event)> = python.iter().take(DATA_WAIT_FRAMES).copied().collect();
+    fn func<'e>(e: &'e Event) -> &'e str {
+        e.text_field("func").unwrap_or("")
+    }
+    let file = |e: &Event| e.text_field("file").unwrap_or("").to_ascii_lowercase();
+    let loader = near.iter().find(|(_, e)| {
+        file(e).ends_with("utils/data/dataloader.py")
+            && matches!(
+                func(e),
+                "_try_get_data" | "_get_data" | "_next_data" | "__next__"
+            )
+    });
+    if let Some((idx, _)) = loader {
+        return Some(*idx);
+    }
+    let queue_read = near
+        .iter()
+        .take(3)
+        .any(|(_, e)| func(e) == "get" && file(e).ends_with("queue.py"));
+    let iterator = near
+        .iter()
+        .find(|(_, e)| func(e) == "__next__" && file(e).contains("data"));
+    iterator.filter(|_| queue_read).map(|(idx, _)| *idx)
+}
+
+/// Some dumped rank's main thread waited in a torch.distributed collective,
+/// or for its data loader: dumps are taken of a job that hangs, and this
+/// one waited there.
+pub fn dumps_show_a_wait(ctx: &Ctx<'_>) -> bool {
     ctx.job
         .stacks
         .iter()
         .filter_map(|d| place_of(ctx, d))
-        .any(|p| p.collective.is_some())
+        .any(|p| p.collective.is_some() || p.data_wait.is_some())
 }
 
 /// The collective most dumped processes' main threads waited in, and one
@@ -238,8 +341,10 @@ fn place_of(ctx: &Ctx<'_>, dump: &StackDump) -> Option<Place> {
         let op = ctx.kb.torch_api_op(e.text_field("func")?)?;
         file.ends_with(C10D_FILE).then(|| (op.to_string(), *idx))
     });
+    let data_wait = data_wait_frame(&python);
     Some(Place {
         collective,
+        data_wait,
         innermost: python.first().map(|p| p.0).or(frames.first().map(|f| f.0)),
         stack: python.iter().map(|(_, e)| frame_text(e)).collect(),
     })
