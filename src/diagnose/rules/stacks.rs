@@ -126,7 +126,7 @@ fn waiting_for_data(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// iterator's `__next__` (fairseq's, a datapipe's).
 fn data_wait_frame(python: &[&(EventIdx, &Event)]) -> Option<EventIdx> {
     let near: Vec<&(EventIdx, &Event)> = python.iter().take(DATA_WAIT_FRAMES).copied().collect();
-    fn func<'e>(e: &'e Event) -> &'e str {
+    fn func(e: &Event) -> &str {
         e.text_field("func").unwrap_or("")
     }
     let file = |e: &Event| e.text_field("file").unwrap_or("").to_ascii_lowercase();
