@@ -232,3 +232,33 @@ trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect 
     let v = verdict(&[("train.log", routable.as_str())]);
     assert_ne!(v["cause"]["kind"], "socket_interface", "{v:#}");
 }
+
+/// LlamaFactory#3715's shape (torch 2.x, one host): the store client's one
+/// retry goes to 255.255.0.0, a netmask where the master's address belongs.
+/// Reserved class E (and multicast) is no host's address: the first try
+/// already decides, where one retry to a routable address is a store
+/// starting late.
+#[test]
+fn a_single_try_at_an_address_no_host_has_decides_torch_2_3() {
+    let line = |addr: &str| {
+        format!(
+            "[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:{addr}]:29500 (errno: 110 - Connection timed out).\n"
+        )
+    };
+    for addr in ["255.255.0.0", "239.1.2.3"] {
+        let v = verdict(&[("rank.log", line(addr).as_str())]);
+        let c = &v["cause"];
+        assert_eq!(c["kind"], "socket_interface", "{addr}: {v:#}");
+        assert!(c["summary"].as_str().unwrap().contains(addr), "{c:#}");
+        // No reporting host known: the check is worded without one.
+        assert!(
+            !c["remedy"].as_str().unwrap().contains("<peer_host>"),
+            "{c:#}"
+        );
+    }
+    let v = verdict(&[("rank.log", line("10.1.0.1").as_str())]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"socket_interface"),
+        "{v:#}"
+    );
+}

@@ -99,8 +99,8 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// its long timeout; a paste stops while it still does): a host that kept
 /// retrying one address only its own host can reach, on a job that spans
 /// hosts and never brought a communicator up, was sent to itself; one
-/// that no host has is wrong on any job. One retry is a store starting
-/// late; the repeat is what weighs.
+/// that no host has is wrong on any job, from its first try. Elsewhere one
+/// retry is a store starting late; the repeat is what weighs.
 fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis, many_hosts: bool) {
     let mut seen: BTreeMap<(Option<&str>, &str), (usize, EventIdx)> = BTreeMap::new();
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::StoreConnect) {
@@ -118,10 +118,12 @@ fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis, many_hosts: b
         let Some(net) = local_network(ctx, peer) else {
             continue;
         };
-        if !many_hosts && !ctx.kb.local_only.no_host(peer) {
+        let no_host = ctx.kb.local_only.no_host(peer);
+        if !many_hosts && !no_host {
             continue;
         }
-        if count < 2 || iface.support.len() >= CITED {
+        // No host has it: the first try already cannot succeed.
+        if (count < 2 && !no_host) || iface.support.len() >= CITED {
             continue;
         }
         iface.peer_host = iface.peer_host.take().or(reporter.map(str::to_string));
@@ -133,7 +135,11 @@ fn retries_to_local_address(ctx: &Ctx<'_>, iface: &mut Hypothesis, many_hosts: b
             Source::Torch,
             0.5,
             Some(first),
-            format!("a host retried the rendezvous store at {peer} {count} times, an address in {net} that only its own host can reach, and no communicator came up"),
+            if no_host {
+                format!("a host dialled the rendezvous store at {peer} ({count}×), an address in {net}: no host can answer there")
+            } else {
+                format!("a host retried the rendezvous store at {peer} {count} times, an address in {net} that only its own host can reach, and no communicator came up")
+            },
         );
     }
 }
