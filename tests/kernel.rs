@@ -475,3 +475,21 @@ jupyter-a:15833:15833 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC
     let summary = v["cause"]["summary"].as_str().unwrap_or("");
     assert!(!summary.contains("ACSCtl"), "{summary}");
 }
+
+/// nccl#2241's shape (a B200's NVLink Xids during a hung AllGather, the
+/// reporter's paste with the bus address redacted, `(PCI:...)`): still Xids,
+/// so still the GPU's fault, on a GPU the lines no longer name.
+#[test]
+fn xids_with_a_redacted_bus_address_are_still_a_gpu_fault_driver_570() {
+    let dmesg = "\
+kernel: NVRM: Xid (PCI:...): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 11 (...)
+kernel: NVRM: Xid (PCI:...): 137, RLW_RXPIPE interrupt hit on link 11 on GPU0: PRIV Error
+";
+    let v = &common::report_of(&[("dmesg.txt", dmesg)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["gpu_bus_id"], serde_json::Value::Null, "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("Xid 137"),
+        "{v:#}"
+    );
+}
