@@ -983,3 +983,44 @@ fn a_gid_table_change_before_failed_completions_is_a_gid_index_lead_nccl_2_19() 
     let doc = common::analyze_to_json(calm.path());
     assert_ne!(doc["verdict"]["cause"]["kind"], "gid_index", "{doc:#}");
 }
+
+/// rccl#1423's shape: `rdma link` run again and again on one host, the
+/// port cycling Down/Polling → Down/LinkUp → Active. One file, in order: the
+/// link went down and came back, a flap. The same two states in before and
+/// after snapshots say so too; in two files of no known phase they may have
+/// been taken in either order, and say nothing of the kind.
+#[test]
+fn a_port_seen_down_then_active_again_is_a_flap_iproute2_rdma_link() {
+    let down = "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state POLLING\n";
+    let up = "link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n";
+    let came_back = |files: &[(&str, &str)]| {
+        let doc = common::report_of(files);
+        doc["fabric"].as_array().unwrap().iter().any(|f| {
+            f["kind"] == "link_came_back" && f["device"] == "mlx5_7" && f["cause"] == "link_flap"
+        })
+    };
+    let rerun = format!(
+        "{down}link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state LINK_UP\n{up}"
+    );
+    assert!(came_back(&[("node7/rdma_link.txt", &rerun)]));
+    let doc = common::report_of(&[("node7/rdma_link.txt", &rerun)]);
+    assert_eq!(
+        doc["verdict"]["cause"]["kind"], "link_flap",
+        "{:#}",
+        doc["verdict"]
+    );
+    assert_eq!(doc["verdict"]["cause"]["device"], "mlx5_7");
+    assert!(came_back(&[
+        ("node7/before/rdma_link.txt", down),
+        ("node7/after/rdma_link.txt", up)
+    ]));
+    assert!(!came_back(&[
+        ("node7/rdma_link_a.txt", down),
+        ("node7/rdma_link_b.txt", up)
+    ]));
+    // Active, then down: not back; the port is down (another finding).
+    assert!(!came_back(&[(
+        "node7/rdma_link.txt",
+        &format!("{up}{down}")
+    )]));
+}

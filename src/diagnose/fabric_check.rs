@@ -28,6 +28,8 @@ const NCCL_AUTO_GID: (u32, u32) = (2, 21);
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     PortNotActive,
+    // Snapshots of one port, in order, show it down and then Active again.
+    LinkCameBack,
     NoSubnetManager,
     PhysNotLinkUp,
     RateBelowFabric,
@@ -68,7 +70,7 @@ type Weights = (f64, f64, f64);
 
 /// Every finding, sorted by place then kind.
 pub fn check(job: &Job, nics: &NicUse) -> Vec<FabricFinding> {
-    let ports = merged_ports(job);
+    let (ports, came_back) = merged_ports(job);
     let mut out = Vec::new();
     let mut add = |p: &PortSnapshot, kind, cause, w: Weights, field: &str, detail: String| {
         out.push(finding(job, nics, p, kind, cause, w, field, detail));
@@ -76,6 +78,21 @@ pub fn check(job: &Job, nics: &NicUse) -> Vec<FabricFinding> {
     for p in &ports {
         port_state(p, &mut add);
         ber(p, &mut add);
+    }
+    for down in &came_back {
+        let at = place(down.host.as_deref(), &down.device, down.port);
+        add(
+            down,
+            FindingKind::LinkCameBack,
+            CauseKind::LinkFlap,
+            (0.55, 0.35, 0.1),
+            "state",
+            format!(
+                "{at} was {} (physical state {}) in one snapshot and Active in a later one: the link went down and came back",
+                down.state.as_deref().unwrap_or("?"),
+                down.phys_state.as_deref().unwrap_or("?")
+            ),
+        );
     }
     below_fabric(&ports, &mut add);
     mtu(&ports, &mut add);
@@ -87,16 +104,21 @@ pub fn check(job: &Job, nics: &NicUse) -> Vec<FabricFinding> {
     out
 }
 
+/// Where a snapshot of no known phase sorts: between before and after.
+const UNKNOWN_PHASE: u8 = 1;
+
 /// One snapshot per port: every tool's view folded together, later phases
-/// (after the job) over earlier ones.
-fn merged_ports(job: &Job) -> Vec<PortSnapshot> {
+/// (after the job) over earlier ones; and, of each port whose snapshots in
+/// that order show it down (Down, Polling) and later Active again, the
+/// snapshot that saw it down.
+fn merged_ports(job: &Job) -> (Vec<PortSnapshot>, Vec<PortSnapshot>) {
     let rank = |p: &PortSnapshot| {
         let phase = p
             .origin
             .map_or(Phase::Unknown, |o| phase_of_path(job.file_path(o.file)));
-        let order = match phase {
+        let order: u8 = match phase {
             Phase::Before => 0,
-            Phase::Unknown => 1,
+            Phase::Unknown => UNKNOWN_PHASE,
             Phase::After => 2,
         };
         (order, p.origin)
@@ -109,9 +131,14 @@ fn merged_ports(job: &Job) -> Vec<PortSnapshot> {
         .map(|p| ((p.host.as_deref(), p.device.as_str(), p.port), rank(p), p))
         .collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    sorted
+    let mut came_back = Vec::new();
+    let merged = sorted
         .chunk_by(|a, b| a.0 == b.0)
         .map(|group| {
+            let snapshots = group.iter().map(|(_, order, p)| (order.0, *p));
+            if let Some(down) = down_then_active(snapshots) {
+                came_back.push(down.clone());
+            }
             let mut base = group[0].2.clone();
             for (_, _, p) in &group[1..] {
                 overlay(&mut base, p);
@@ -119,7 +146,33 @@ fn merged_ports(job: &Job) -> Vec<PortSnapshot> {
             base.lines.shrink_to_fit();
             base
         })
-        .collect()
+        .collect();
+    (merged, came_back)
+}
+
+/// The last snapshot that saw the port down before one saw it Active again
+/// (snapshots by phase, then file and line). Only where the order is known:
+/// before the job, then after it, or a later line of the same file (a tool
+/// run again and again); a file of no phase may have been taken at any
+/// time.
+fn down_then_active<'a>(
+    snapshots: impl Iterator<Item = (u8, &'a PortSnapshot)>,
+) -> Option<&'a PortSnapshot> {
+    let mut down: Option<(u8, &PortSnapshot)> = None;
+    for (phase, p) in snapshots {
+        match (p.state.as_deref(), down) {
+            (Some("Active"), Some((down_phase, d))) => {
+                let same_file = d.origin.map(|o| o.file) == p.origin.map(|o| o.file);
+                let known = |ph: u8| ph != UNKNOWN_PHASE;
+                if (down_phase < phase && known(down_phase) && known(phase)) || same_file {
+                    return Some(d);
+                }
+            }
+            (Some("Down"), _) => down = Some((phase, p)),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn overlay(base: &mut PortSnapshot, p: &PortSnapshot) {
