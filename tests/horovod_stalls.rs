@@ -126,3 +126,29 @@ fn missing_ranks_entries_name_the_ranks_directly_horovod_0_13() {
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([3, 6]), "{v:#}");
 }
+
+/// horovod#1407's shape (Horovod 0.19, PyTorch, mpirun's merged output):
+/// every rank raises Horovod's shutdown error and nothing else failed. Of
+/// the two reasons Horovod gives, no exception was seen, so a rank finished
+/// its loop while the others still called collectives (uneven batches per
+/// worker): a mismatch. With another rank's exception before it, the
+/// shutdown is that exception's consequence and says no such thing.
+#[test]
+fn horovods_shutdown_with_no_exception_before_it_is_a_rank_that_finished_early() {
+    let shutdown = "RuntimeError: Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the log before the first shutdown message.\n";
+    let log = format!("  0%|          | 0/4 [00:00<?, ?it/s][1,3]<stdout>:25\n\n{shutdown}");
+    let v = &common::report_of(&[("mpirun.log", log.as_str())])["verdict"];
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("different numbers of steps"),
+        "{v:#}"
+    );
+    let log = format!(
+        "[1,2]<stderr>:ValueError: could not broadcast input array from shape (3,224,224) into shape (3,256,256)\n{shutdown}"
+    );
+    let v = &common::report_of(&[("mpirun.log", log.as_str())])["verdict"];
+    assert_ne!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+}

@@ -49,6 +49,8 @@ struct KnowledgeFile {
     #[serde(default)]
     efa: EfaSpec,
     #[serde(default)]
+    horovod: HorovodSpec,
+    #[serde(default)]
     fr_trace: FrTraceSpec,
     #[serde(default)]
     nccl_tests: NcclTestsSpec,
@@ -73,6 +75,13 @@ struct FrTraceSpec {
 struct EfaSpec {
     #[serde(default)]
     peer_gone: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HorovodSpec {
+    #[serde(default)]
+    shut_down: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -341,6 +350,9 @@ pub struct Knowledge {
     store_connection_lost: Vec<String>,
     /// EFA completion errors (lower case) that mean the peer's process is gone.
     efa_peer_gone: Vec<String>,
+    /// Horovod's words (lower case) for its own shutdown, as an exception's
+    /// message carries them.
+    horovod_shut_down: Vec<String>,
     /// fr_trace error types that mean the culprit ran another collective.
     fr_mismatch_types: Vec<String>,
     /// Exit statuses with which nccl-tests reports a failed CUDA or NCCL call.
@@ -473,6 +485,12 @@ impl Knowledge {
                 .iter()
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
+            horovod_shut_down: raw
+                .horovod
+                .shut_down
+                .iter()
+                .map(|m| m.to_ascii_lowercase())
+                .collect(),
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             nccl_calls: raw.nccl_calls,
             causes,
@@ -528,6 +546,14 @@ impl Knowledge {
         self.store_connection_lost
             .iter()
             .any(|m| error.contains(m.as_str()))
+    }
+
+    /// Whether an exception's message is Horovod's own shutdown.
+    pub fn horovod_shut_down(&self, text: &str) -> bool {
+        let text = text.to_ascii_lowercase();
+        self.horovod_shut_down
+            .iter()
+            .any(|m| text.contains(m.as_str()))
     }
 
     /// Whether an EFA request's error says the peer's process is gone

@@ -43,7 +43,7 @@ pub fn stalled_tensors(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         stalls.missing.entry(rank).or_default().insert(tensor);
     }
     if stalls.missing.is_empty() {
-        return None;
+        return shut_down_after_a_finish(ctx);
     }
     let h = if diverged(&stalls.missing) {
         mismatch(&stalls)
@@ -195,6 +195,62 @@ fn odd_side(missing: &BTreeMap<u32, BTreeSet<String>>) -> Option<BTreeSet<u32>> 
     }
     sides.sort_by_key(BTreeSet::len);
     (sides[0].len() < sides[1].len()).then(|| sides.swap_remove(0))
+}
+
+/// Support of Horovod's shutdown with no other failure before it.
+const SHUT_DOWN_ALONE: f64 = 0.4;
+
+/// Horovod shut down (its SHUT_DOWN_ERROR, raised on every rank once one
+/// stopped) and the logs hold no failure of another kind: no other
+/// exception, no signal, no CUDA or NCCL error. Of the two reasons Horovod
+/// gives, that leaves the other: a rank finished its loop while the others
+/// still submitted tensors (uneven batches or steps per worker), a
+/// mismatch; which rank, the logs do not say.
+fn shut_down_after_a_finish(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let job = ctx.job;
+    let is_shutdown = |e: &crate::model::Event| {
+        e.kind == EventKind::PythonException
+            && e.text_field("message")
+                .is_some_and(|m| ctx.kb.horovod_shut_down(m))
+    };
+    let (idx, _) = job
+        .events
+        .iter()
+        .enumerate()
+        .find(|(_, e)| is_shutdown(e))?;
+    let other_failure = job.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::PythonException
+                | EventKind::ProcessSignaled
+                | EventKind::CudaFailure
+                | EventKind::NcclErrorReport
+                | EventKind::KernelOomKill
+        ) && !is_shutdown(e)
+    });
+    if other_failure {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::CollectiveMismatch);
+    h.value(
+        "detail",
+        "Horovod shut down with no exception before it: a rank finished while the others still submitted tensors, so the workers ran different numbers of steps",
+    );
+    h.support(
+        Source::Pattern,
+        SHUT_DOWN_ALONE,
+        Some(idx),
+        "Horovod shut down, and no rank's exception caused it: one rank had finished execution while others still called collectives",
+    );
+    if let Some(end) = training_ended(ctx) {
+        h.support(
+            Source::Pattern,
+            0.45,
+            Some(end),
+            "a worker's training loop had ended while others still submitted tensors",
+        );
+    }
+    Some(h)
 }
 
 /// A training loop that said it finished (TensorFlow's `Loss for final
