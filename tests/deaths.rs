@@ -403,3 +403,35 @@ fn an_nccl_tests_process_exiting_with_its_nccl_error_status_is_no_crash_nccl_tes
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([8]), "{v:#}");
 }
+
+/// Qwen2-VL-Finetune#135's shape (DeepSpeed launcher, host RAM exhausted
+/// while a checkpoint was saved): the kernel's OOM killer took pid 410126,
+/// and DeepSpeed's launcher then killed its workers, naming 410126 among
+/// them. No rank line names the pid, but it was the job's worker: the job
+/// crashed on it. An OOM kill of a pid no launcher names is some other
+/// process of the host.
+#[test]
+fn an_oom_kill_of_a_pid_the_launcher_names_as_its_worker_is_the_crash_deepspeed() {
+    let dmesg = "[856341.770960] Out of memory: Killed process 410126 (python) total-vm:79905000kB, anon-rss:22957108kB, file-rss:72036kB, shmem-rss:15143164kB, UID:1000 pgtables:78032kB oom_score_adj:0\n";
+    let launcher = "\
+[2025-06-02 20:51:24,182] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 410126
+[2025-06-02 20:51:24,184] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 410127
+";
+    let v = &common::report_of(&[("dmesg.txt", dmesg), ("launcher.log", launcher)])["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["status"], "crash", "{v:#}");
+    assert!(
+        v["cause"]["summary"].as_str().unwrap().contains("410126"),
+        "{v:#}"
+    );
+    let other = launcher.replace("410126", "410125");
+    let v =
+        &common::report_of(&[("dmesg.txt", dmesg), ("launcher.log", other.as_str())])["verdict"];
+    assert!(
+        !v["cause"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("OOM killer"),
+        "{v:#}"
+    );
+}

@@ -446,7 +446,21 @@ fn ranks_of(job: &Job, by_host: &RanksByHost, ev: &Event, place: &KernelPlace) -
 
 /// The OOM killer's victims and segfaulted processes that are ranks.
 fn add_deaths(job: &mut Job) {
-    let mut deaths: BTreeMap<(u32, bool), Death> = BTreeMap::new();
+    let mut deaths: BTreeMap<(Option<u32>, bool), Death> = BTreeMap::new();
+    let worker_pids: BTreeSet<(Option<&str>, i64)> = job
+        .events_where(|k| k == EventKind::ClosingSignal)
+        .filter_map(|(_, e)| {
+            let pid = e.int("worker_pid").or(e.int("worker_pid2"))?;
+            Some((e.who.host.as_deref().map(short_host), pid))
+        })
+        .collect();
+    // The same host, or a side whose host no line names.
+    let a_worker = |host: Option<&str>, pid: i64| {
+        let host = host.map(short_host);
+        worker_pids
+            .iter()
+            .any(|(h, p)| *p == pid && (h.is_none() || host.is_none() || *h == host))
+    };
     // Old kernels name the process they chose, then the one they killed: a
     // child of it where it had one. The chosen one died only where no kill
     // line of that host survived (a paste of the first line alone).
@@ -469,12 +483,19 @@ fn add_deaths(job: &mut Job) {
         if ev.text_field("selected").is_some() && killed_on.contains(&place.host.as_deref()) {
             continue;
         }
-        let (Some(pid), Some(&rank)) = (ev.int("pid"), place.ranks.iter().next()) else {
+        let Some(pid) = ev.int("pid") else {
             continue;
         };
+        // A pid no rank line names, but one a launcher stopped as its
+        // worker (`Killing subprocess 410126`): a process of the job died,
+        // its rank unknown.
+        let rank = place.ranks.iter().next().copied();
+        if rank.is_none() && !a_worker(place.host.as_deref(), pid) {
+            continue;
+        }
         let comm = ev.text_field("comm").unwrap_or("?");
         let d = deaths.entry((rank, oom)).or_insert_with(|| Death {
-            rank: Some(rank),
+            rank,
             host: place.host.clone(),
             pid: u32::try_from(pid).ok(),
             kind: DeathKind::Signal,
