@@ -235,3 +235,39 @@ fn a_wrapped_or_shortened_modify_qp_paste_is_still_read_nccl_2_28() {
         );
     }
 }
+
+/// nccl-tests#206's and ucx#8229's shape: beside the failed registration,
+/// the host's `ulimit -a` (bash) says 8192 kB of locked memory, or its
+/// /proc/PID/limits 64 kB: a second source for the limit, cited in the
+/// verdict's evidence and raising its confidence. An unlimited limit adds
+/// nothing.
+#[test]
+fn a_low_locked_memory_limit_beside_a_failed_registration_is_cited_bash_ulimit() {
+    let warn = "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory";
+    let (dir, alone) = job("2.18.5+cuda12.2", "", "node001", warn);
+    let base = alone["verdict"]["cause"]["confidence"].as_f64().unwrap();
+    for (limit, shown) in [
+        ("max locked memory       (kbytes, -l) 8192\n", "8192 kB"),
+        (
+            "Max locked memory         65536                65536                bytes     \n",
+            "64 kB",
+        ),
+    ] {
+        write(dir.path(), "node001/limits.txt", limit);
+        let v = common::analyze_to_json(dir.path())["verdict"].clone();
+        assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+        assert!(v["cause"]["confidence"].as_f64().unwrap() > base, "{v:#}");
+        let cited = v["evidence"].to_string();
+        assert!(
+            cited.contains("limits.txt") && cited.contains(shown),
+            "{v:#}"
+        );
+    }
+    write(
+        dir.path(),
+        "node001/limits.txt",
+        "max locked memory       (kbytes, -l) unlimited\n",
+    );
+    let v = common::analyze_to_json(dir.path())["verdict"].clone();
+    assert_eq!(v["cause"]["confidence"].as_f64().unwrap(), base, "{v:#}");
+}

@@ -134,6 +134,9 @@ event_kinds! {
     /// with NCCL's magic (a port scanner, a metrics scraper, another job
     /// dialling a reused port): NCCL drops it; not a failure by itself.
     ForeignConnection => "foreign_connection",
+    /// A host's locked-memory limit as a tool printed it (`ulimit -a`,
+    /// /proc/PID/limits): `kbytes` or `bytes`, absent when unlimited.
+    MemlockLimit => "memlock_limit",
     BootstrapError => "bootstrap_error",
     /// The AWS EFA plugin (aws-ofi-nccl) failed a request or could not
     /// add a peer's address (`what`: completion, address).

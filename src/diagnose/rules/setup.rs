@@ -196,8 +196,41 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     // every rank there hits it, not only those whose failure was logged.
     if let Some(h) = hyps.get_mut(&CauseKind::Memlock) {
         add_host_ranks(ctx, h);
+        low_memlock_limit(ctx, h);
     }
     hyps.into_values().collect()
+}
+
+/// Below this a locked-memory limit is a container's or a distribution's
+/// default, far from what RDMA pins (RDMA stacks ask for `unlimited`).
+const LOW_MEMLOCK_BYTES: i64 = 256 << 20;
+
+/// A tool's report of a low locked-memory limit (`ulimit -a`,
+/// /proc/PID/limits) on the failing host, or on a host no line names:
+/// a second source for the limit the failed pinning calls ran into.
+fn low_memlock_limit(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    let low = ctx
+        .job
+        .events_where(|k| k == EventKind::MemlockLimit)
+        .filter(|(_, e)| {
+            let host = ctx.job.host_of_event(e);
+            host.is_none() || h.host.is_none() || host == h.host.as_deref()
+        })
+        .find_map(|(idx, e)| {
+            let bytes = e.int("bytes").or(e.int("kbytes").map(|k| k << 10))?;
+            (bytes < LOW_MEMLOCK_BYTES).then_some((idx, bytes))
+        });
+    if let Some((idx, bytes)) = low {
+        h.support(
+            Source::Snapshot,
+            0.35,
+            Some(idx),
+            format!(
+                "the locked-memory limit is {} kB (`ulimit -l`), where RDMA needs it unlimited",
+                bytes >> 10
+            ),
+        );
+    }
 }
 
 /// The job's network connections came up: collectives ran past set-up, or
