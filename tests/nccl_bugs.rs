@@ -20,6 +20,20 @@ fn job(files: &[(&str, Vec<String>)]) -> tempfile::TempDir {
     dir
 }
 
+/// [`job`] for files whose paths were built per rank.
+fn owned_job(files: &[(String, Vec<String>)]) -> tempfile::TempDir {
+    let files: Vec<(&str, Vec<String>)> =
+        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
+    job(&files)
+}
+
+/// PyTorch 2.4+'s watchdog timeout of `rank` in collective `seq`.
+fn watchdog_timeout(rank: u32, seq: u32, op: &str) -> String {
+    format!(
+        "[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
+}
+
 fn analyze(dir: &Path) -> Value {
     common::analyze_to_json(dir)
 }
@@ -243,15 +257,11 @@ fn cross_nic_hang(version: &str, crash: bool) -> tempfile::TempDir {
                     .to_string(),
             ]);
         } else {
-            lines.push(format!(
-                "[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
-            ));
+            lines.push(watchdog_timeout(rank, 40, "ALLREDUCE"));
         }
         files.push((format!("{host}/nccl.{host}.{pid}"), lines));
     }
-    let files: Vec<(&str, Vec<String>)> =
-        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
-    job(&files)
+    owned_job(&files)
 }
 
 #[test]
@@ -351,9 +361,7 @@ fn mnnvl_hang(nranks: u32, op: &str) -> tempfile::TempDir {
         ]);
         files.push((format!("nccl.gb200n1.{pid}"), lines));
     }
-    let files: Vec<(&str, Vec<String>)> =
-        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
-    job(&files)
+    owned_job(&files)
 }
 
 #[test]
@@ -807,15 +815,11 @@ fn foreign_connection_hang(version: &str, hang: bool) -> tempfile::TempDir {
             lines.push(wording);
         }
         if hang {
-            lines.push(format!(
-                "[rank{rank}]:[E1129 12:34:56.789012345 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
-            ));
+            lines.push(watchdog_timeout(rank, 2, "ALLREDUCE"));
         }
         files.push((format!("{host}/nccl.{host}.{pid}"), lines));
     }
-    let files: Vec<(&str, Vec<String>)> =
-        files.iter().map(|(p, l)| (p.as_str(), l.clone())).collect();
-    job(&files)
+    owned_job(&files)
 }
 
 #[test]

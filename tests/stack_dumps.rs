@@ -320,11 +320,13 @@ fn a_lone_dump_waiting_for_its_data_loader_is_the_stalled_rank_py_spy_0_3() {
         "evaluate (megatron/training.py:983)",
         "main (pretrain_gpt.py:245)",
     ];
-    let logs = vec![
-        ("rank0.log".to_string(), init(0)),
-        ("stacks/pyspy-4100.txt".to_string(), pyspy(0, FETCHING)),
-    ];
-    let v = common::verdict_of_owned(&logs);
+    let rank_0_dumped_in = |main: &[&str]| {
+        common::verdict_of_owned(&[
+            ("rank0.log".to_string(), init(0)),
+            ("stacks/pyspy-4100.txt".to_string(), pyspy(0, main)),
+        ])
+    };
+    let v = rank_0_dumped_in(FETCHING);
     assert_eq!(v["cause"]["kind"], "rank_stalled", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
     assert_eq!(v["status"], "hang", "{v:#}");
@@ -337,10 +339,6 @@ fn a_lone_dump_waiting_for_its_data_loader_is_the_stalled_rank_py_spy_0_3() {
         "flush (metrics/writer.py:88)",
         "train (train.py:131)",
     ];
-    let logs = vec![
-        ("rank0.log".to_string(), init(0)),
-        ("stacks/pyspy-4100.txt".to_string(), pyspy(0, LOGGING)),
-    ];
-    let v = common::verdict_of_owned(&logs);
+    let v = rank_0_dumped_in(LOGGING);
     assert_ne!(v["cause"]["kind"], "rank_stalled", "{v:#}");
 }

@@ -51,6 +51,8 @@ struct KnowledgeFile {
     #[serde(default)]
     horovod: HorovodSpec,
     #[serde(default)]
+    data_loader: DataLoaderSpec,
+    #[serde(default)]
     fr_trace: FrTraceSpec,
     #[serde(default)]
     nccl_tests: NcclTestsSpec,
@@ -75,6 +77,15 @@ struct FrTraceSpec {
 struct EfaSpec {
     #[serde(default)]
     peer_gone: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataLoaderSpec {
+    #[serde(default)]
+    file: String,
+    #[serde(default)]
+    fetch_functions: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -353,6 +364,10 @@ pub struct Knowledge {
     /// Horovod's words (lower case) for its own shutdown, as an exception's
     /// message carries them.
     horovod_shut_down: Vec<String>,
+    /// The DataLoader's source file (its path's end) and the functions in
+    /// which a main thread waits for its workers' data.
+    data_loader_file: String,
+    data_loader_fetch: Vec<String>,
     /// fr_trace error types that mean the culprit ran another collective.
     fr_mismatch_types: Vec<String>,
     /// Exit statuses with which nccl-tests reports a failed CUDA or NCCL call.
@@ -485,6 +500,8 @@ impl Knowledge {
                 .iter()
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
+            data_loader_file: raw.data_loader.file,
+            data_loader_fetch: raw.data_loader.fetch_functions,
             horovod_shut_down: raw
                 .horovod
                 .shut_down
@@ -546,6 +563,13 @@ impl Knowledge {
         self.store_connection_lost
             .iter()
             .any(|m| error.contains(m.as_str()))
+    }
+
+    /// Whether a stack frame is the DataLoader fetching its workers' data.
+    pub fn data_loader_fetch(&self, file: &str, function: &str) -> bool {
+        !self.data_loader_file.is_empty()
+            && file.ends_with(self.data_loader_file.as_str())
+            && self.data_loader_fetch.iter().any(|f| f == function)
     }
 
     /// Whether an exception's message is Horovod's own shutdown.

@@ -124,19 +124,15 @@ fn waiting_for_data(ctx: &Ctx<'_>) -> Option<Hypothesis> {
 /// The frame that shows a main thread waiting for its data: the
 /// DataLoader's own fetch, or a queue read directly under a data
 /// iterator's `__next__` (fairseq's, a datapipe's).
-fn data_wait_frame(python: &[&(EventIdx, &Event)]) -> Option<EventIdx> {
+fn data_wait_frame(ctx: &Ctx<'_>, python: &[&(EventIdx, &Event)]) -> Option<EventIdx> {
     let near: Vec<&(EventIdx, &Event)> = python.iter().take(DATA_WAIT_FRAMES).copied().collect();
     fn func(e: &Event) -> &str {
         e.text_field("func").unwrap_or("")
     }
     let file = |e: &Event| e.text_field("file").unwrap_or("").to_ascii_lowercase();
-    let loader = near.iter().find(|(_, e)| {
-        file(e).ends_with("utils/data/dataloader.py")
-            && matches!(
-                func(e),
-                "_try_get_data" | "_get_data" | "_next_data" | "__next__"
-            )
-    });
+    let loader = near
+        .iter()
+        .find(|(_, e)| ctx.kb.data_loader_fetch(&file(e), func(e)));
     if let Some((idx, _)) = loader {
         return Some(*idx);
     }
@@ -341,7 +337,7 @@ fn place_of(ctx: &Ctx<'_>, dump: &StackDump) -> Option<Place> {
         let op = ctx.kb.torch_api_op(e.text_field("func")?)?;
         file.ends_with(C10D_FILE).then(|| (op.to_string(), *idx))
     });
-    let data_wait = data_wait_frame(&python);
+    let data_wait = data_wait_frame(ctx, &python);
     Some(Place {
         collective,
         data_wait,
