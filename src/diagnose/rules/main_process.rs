@@ -40,8 +40,9 @@ pub(super) fn awaited_main_process(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .collect();
     // Rank 0 at the barrier or in a collective of its own was not elsewhere;
     // nor was the main process whose traceback leaves the helper's body.
-    let releases = (0..job.events.len())
-        .any(|idx| job.events[idx].kind == EventKind::MainProcessWait && releasing(ctx, idx));
+    let releases = job
+        .events_where(|k| k == EventKind::MainProcessWait)
+        .any(|(idx, _)| releasing(ctx, idx));
     let zero_arrived = releases
         || job.events.iter().any(|e| {
             e.who.rank == Some(0)
