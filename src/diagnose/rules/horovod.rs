@@ -214,20 +214,20 @@ fn shut_down_after_a_finish(ctx: &Ctx<'_>) -> Option<Hypothesis> {
                 .is_some_and(|m| ctx.kb.horovod_shut_down(m))
     };
     let (idx, _) = job
-        .events
-        .iter()
-        .enumerate()
+        .events_where(|k| k == EventKind::PythonException)
         .find(|(_, e)| is_shutdown(e))?;
-    let other_failure = job.events.iter().any(|e| {
-        matches!(
-            e.kind,
-            EventKind::PythonException
-                | EventKind::ProcessSignaled
-                | EventKind::CudaFailure
-                | EventKind::NcclErrorReport
-                | EventKind::KernelOomKill
-        ) && !is_shutdown(e)
-    });
+    let other_failure = job
+        .events_where(|k| {
+            matches!(
+                k,
+                EventKind::PythonException
+                    | EventKind::ProcessSignaled
+                    | EventKind::CudaFailure
+                    | EventKind::NcclErrorReport
+                    | EventKind::KernelOomKill
+            )
+        })
+        .any(|(_, e)| !is_shutdown(e));
     if other_failure {
         return None;
     }
