@@ -83,6 +83,14 @@ pub fn explain(
             if let Some(owner) = owner {
                 let gone = hyps.remove(i);
                 let owner = &mut hyps[if owner > i { owner - 1 } else { owner }];
+                if lid_only(owner.device.as_deref()) && !lid_only(gone.device.as_deref()) {
+                    // The LID is taken to be that port (see `explainer`):
+                    // name it as the snapshots or NCCL would.
+                    if let Some(device) = gone.device.clone() {
+                        owner.device = Some(device);
+                        owner.port = gone.port.or(owner.port);
+                    }
+                }
                 let why = format!("also consistent with {}: ", gone.kind);
                 for mut s in gone.support {
                     s.why = format!("{why}{}", s.why);
@@ -98,19 +106,23 @@ pub fn explain(
 }
 
 /// The hypothesis of kind `cause` about the place `h` names. A port known
-/// only by its LID is, as in `merge`, the one port of that host the cause
-/// names, when it names one.
+/// only by its LID is, as in `merge`, the one port of that host the other
+/// side names, when it names one: the explained symptom's LID is the one
+/// port the cause names there, and a cause known only by a LID (perfquery
+/// without an ibstat) is the one named port whose symptom it explains,
+/// where the cause names no other port on that host.
 fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<usize> {
     let of_cause = || hyps.iter().enumerate().filter(|(_, o)| o.kind == cause);
     if let Some((i, _)) = of_cause().find(|(_, o)| same_place(o, h)) {
         return Some(i);
     }
-    if !lid_only(h.device.as_deref()) {
+    if h.device.is_none() {
         return None;
     }
+    let h_by_lid = lid_only(h.device.as_deref());
     let mut on_host = of_cause().filter(|(_, o)| o.device.is_some() && o.host == h.host);
     match (on_host.next(), on_host.next()) {
-        (Some((i, _)), None) => Some(i),
+        (Some((i, o)), None) if h_by_lid || lid_only(o.device.as_deref()) => Some(i),
         _ => None,
     }
 }
@@ -699,6 +711,25 @@ mod tests {
         assert_eq!(two.len(), 3, "{two:?}");
         let named = explain(vec![loss_on("n1", "mlx5_2"), flap()], &explains);
         assert_eq!(named.len(), 2, "{named:?}");
+    }
+
+    #[test]
+    fn a_cause_known_by_its_lid_explains_the_loss_on_the_one_named_port_of_its_host() {
+        // perfquery without ibstat names the erroring port `Lid 11`; NCCL
+        // names the port that lost packets: the LID is taken to be it.
+        let explains = [(CauseKind::LinkFlap, vec![CauseKind::PacketLoss])];
+        let flap = || cause_on(CauseKind::LinkFlap, "n1", "Lid 11");
+        let one = explain(vec![loss_on("n1", "mlx5_1"), flap()], &explains);
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert_eq!(one[0].kind, CauseKind::LinkFlap);
+        assert_eq!(one[0].device.as_deref(), Some("mlx5_1"));
+        assert_eq!(one[0].support.len(), 2);
+        // Two erroring ports on the host, or the LID on another host: apart.
+        let second = cause_on(CauseKind::LinkFlap, "n1", "Lid 12");
+        let two = explain(vec![loss_on("n1", "mlx5_1"), flap(), second], &explains);
+        assert_eq!(two.len(), 3, "{two:?}");
+        let elsewhere = explain(vec![loss_on("n2", "mlx5_1"), flap()], &explains);
+        assert_eq!(elsewhere.len(), 2, "{elsewhere:?}");
     }
 
     #[test]
