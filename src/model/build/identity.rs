@@ -346,7 +346,7 @@ impl KnownKey {
 /// worker of that host known only by its local rank (a log folder, a
 /// `[default7]:` prefix) has rank offset + local rank.
 fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<HostPid, u32>) {
-    let single = host_offsets(by_local);
+    let single = host_offsets(by_local, &one_agent_hosts(job));
     for ev in &mut job.events {
         if ev.who.rank.is_some() {
             continue;
@@ -375,8 +375,13 @@ fn resolve_by_host_offset(job: &mut Job, by_local: &BTreeMap<HostPid, u32>) {
 }
 
 /// Each host's rank − local rank, where every known pair of the host agrees
-/// on it. One pair alone could be a coincidence of a round-robin layout.
-pub(super) fn host_offsets(by_local: &BTreeMap<HostPid, u32>) -> BTreeMap<String, i64> {
+/// on it. One pair alone could be a coincidence of a round-robin layout,
+/// unless the host ran one torchrun agent (`one_agent_hosts`), whose
+/// workers are numbered from one base.
+pub(super) fn host_offsets(
+    by_local: &BTreeMap<HostPid, u32>,
+    one_agent: &BTreeSet<String>,
+) -> BTreeMap<String, i64> {
     // (pairs seen, offsets)
     let mut offsets: BTreeMap<&str, (usize, BTreeSet<i64>)> = BTreeMap::new();
     for ((host, local), &rank) in by_local {
@@ -386,9 +391,28 @@ pub(super) fn host_offsets(by_local: &BTreeMap<HostPid, u32>) -> BTreeMap<String
     }
     offsets
         .into_iter()
-        .filter(|(_, (n, o))| *n >= 2 && o.len() == 1)
+        .filter(|(h, (n, o))| (*n >= 2 || one_agent.contains(*h)) && o.len() == 1)
         .map(|(h, (_, o))| (h, o))
         .filter_map(|(h, o)| Some((h.to_string(), *o.first()?)))
+        .collect()
+}
+
+/// Hosts whose workers' torchrun log folders (`…/attempt_0/3/`) all sit in
+/// one agent's attempt folder: that agent numbered every worker of the host
+/// `base + local rank`, so one known rank gives the base.
+pub(super) fn one_agent_hosts(job: &Job) -> BTreeSet<String> {
+    let mut agents: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for f in &job.files {
+        let h = &f.hints;
+        if let (Some(host), Some(dir)) = (h.host.as_deref(), h.process_dir.as_deref()) {
+            let agent = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+            agents.entry(host).or_default().insert(agent);
+        }
+    }
+    agents
+        .into_iter()
+        .filter(|(_, folders)| folders.len() == 1)
+        .map(|(host, _)| host.to_string())
         .collect()
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{EventKind, Job, Sym};
 
-use super::identity::{HostPid, host_offsets};
+use super::identity::{HostPid, host_offsets, one_agent_hosts};
 
 /// One agent's sweep: its host and the pids in the order it named them.
 struct Sweep {
@@ -32,7 +32,7 @@ pub(super) fn swept_pid_ranks(
     by_local: &BTreeMap<HostPid, u32>,
     failed_locals: &BTreeMap<Sym, BTreeSet<u32>>,
 ) -> Vec<(HostPid, u32)> {
-    let offsets = host_offsets(by_local);
+    let offsets = host_offsets(by_local, &one_agent_hosts(job));
     let locals_per_host = by_local.keys().map(|(_, l)| l + 1).max().unwrap_or(0) as usize;
     let mut out = Vec::new();
     for sweep in sweeps(job) {
