@@ -118,3 +118,50 @@ fn cuda_memory_the_efa_libfabric_refuses_is_the_stack_mismatch_aws_ofi_nccl_1_7(
     let remedy = v["cause"]["remedy"].as_str().unwrap();
     assert!(remedy.contains("1.29.1"), "{remedy}");
 }
+
+/// `fi_info -p efa` inside a container not given the EFA devices
+/// (aws-ofi-nccl#879's shape, libfabric 1.18+): the same missing provider,
+/// told by libfabric's own tool; the remedy passes the devices in.
+#[test]
+fn fi_info_finding_no_efa_provider_is_the_containers_set_up_libfabric_1_18() {
+    let log = "\
+libfabric:1234:1712345678::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device failed! errno: 2
+libfabric:1234:1712345678::core:core:fi_getinfo_():1391<warn> fi_getinfo: provider efa output empty list
+fi_getinfo: -61 (No data available)
+";
+    let v = common::verdict_of(&[("fi_info.txt", log)]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("no EFA device"), "{summary}");
+    let remedy = v["cause"]["remedy"].as_str().unwrap();
+    assert!(remedy.contains("vpc.amazonaws.com/efa"), "{remedy}");
+}
+
+/// libfabric's EFA provider aborting a rank because it could not pin its
+/// receive buffers (awsome-distributed-training#647: `ulimit -l` was 64 kB
+/// in the container): the locked-memory limit, on that rank's host.
+fn efa_abort(error: &str) -> serde_json::Value {
+    let log = format!(
+        "\
+[rank3]: Libfabric EFA provider has encountered an internal error:
+[rank3]:
+[rank3]: Libfabric error: {error}
+[rank3]: EFA internal error: (4112) Failure to post internal receive buffers
+[rank3]:
+[rank3]: Your application will now abort().
+"
+    );
+    common::verdict_of(&[("p5-st-2/rank3.log", log.as_str())])
+}
+
+#[test]
+fn an_efa_provider_out_of_pinnable_memory_is_the_memlock_limit_libfabric_1_18() {
+    let v = efa_abort("(-12) Cannot allocate memory");
+    assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+    assert_eq!(v["cause"]["host"], "p5-st-2", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Cannot allocate memory"), "{summary}");
+    // Another errno is no locked-memory limit.
+    let v = efa_abort("(-113) No route to host");
+    assert_ne!(v["cause"]["kind"], "memlock", "{v:#}");
+}

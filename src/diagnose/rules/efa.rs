@@ -23,6 +23,7 @@ const CITED: usize = 3;
 
 pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut out = crashed_peers(ctx);
+    out.extend(out_of_pinned_memory(ctx));
     // Once a peer is gone, the others' requests fail too: echoes, mostly.
     let weight = if out.is_empty() { 0.45 } else { 0.25 };
     out.extend(unreachable_peers(ctx, weight));
@@ -102,6 +103,51 @@ fn crashed_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     }
     by_host.into_values().collect()
 }
+
+/// libfabric's EFA provider aborting on ENOMEM: it could not register or
+/// post the buffers it pins (`Failure to post internal receive buffers`),
+/// which is the locked-memory limit (`ulimit -l`) in AWS's experience
+/// (aws-samples/awsome-distributed-training#647: 64 kB in the container).
+fn out_of_pinned_memory(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let mut by_host: BTreeMap<Option<String>, Hypothesis> = BTreeMap::new();
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::OfiError) {
+        let enomem = ev.int("rc").is_some_and(|rc| rc.abs() == ENOMEM)
+            || ev
+                .text_field("error")
+                .is_some_and(|e| e.eq_ignore_ascii_case("cannot allocate memory"));
+        if ev.text_field("what") != Some("provider_abort") || !enomem {
+            continue;
+        }
+        let host = ctx.job.host_of_event(ev).map(str::to_string);
+        let h = by_host.entry(host.clone()).or_insert_with(|| {
+            let mut h = Hypothesis::new(CauseKind::Memlock);
+            h.host = host;
+            h
+        });
+        h.ranks.extend(ev.who.rank);
+        h.values.entry("detail").or_insert_with(|| {
+            format!(
+                "libfabric's EFA provider: `{}`",
+                ev.text.trim().chars().take(120).collect::<String>()
+            )
+        });
+        if h.support.len() < CITED {
+            h.support(
+                Source::Nccl,
+                0.5,
+                Some(idx),
+                "libfabric's EFA provider ran out of memory it could pin and aborted the process: the locked-memory limit",
+            );
+        }
+    }
+    let mut out: Vec<Hypothesis> = by_host.into_values().collect();
+    for h in &mut out {
+        super::setup::host_wide_memlock(ctx, h);
+    }
+    out
+}
+
+const ENOMEM: i64 = 12;
 
 /// EC2 instance id → the host whose own EFA lines print it as theirs.
 fn instance_hosts(job: &Job) -> BTreeMap<String, String> {

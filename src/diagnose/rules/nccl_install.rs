@@ -49,7 +49,8 @@ fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypoth
         .find(|(_, e)| e.text_field("what") == Some("net_missing"))?;
     let host = ctx.job.host_of_event(first).map(str::to_string);
     let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
-    h.value("variant", "net_plugin");
+    let efa = first.text_field("net").is_some_and(|n| n.contains("EFA"));
+    h.value("variant", if efa { "efa_devices" } else { "net_plugin" });
     h.host.clone_from(&host);
     let net = match (first.text_field("net"), first.text_field("error")) {
         (Some(net), Some(error)) => format!("{net}: no provider, `{error}`"),

@@ -192,13 +192,18 @@ fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             super::common_peer::name_the_likely_nic(ctx.job, h);
         }
     }
-    // The locked-memory limit is the host's (its container, its ulimit):
-    // every rank there hits it, not only those whose failure was logged.
     if let Some(h) = hyps.get_mut(&CauseKind::Memlock) {
-        add_host_ranks(ctx, h);
-        low_memlock_limit(ctx, h);
+        host_wide_memlock(ctx, h);
     }
     hyps.into_values().collect()
+}
+
+/// The locked-memory limit is the host's (its container, its ulimit): every
+/// rank there hits it, and a tool's report of the limit seconds the calls
+/// that ran into it.
+pub(super) fn host_wide_memlock(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    add_host_ranks(ctx, h);
+    low_memlock_limit(ctx, h);
 }
 
 /// Below this a locked-memory limit is a container's or a distribution's
