@@ -334,6 +334,43 @@ fn counter_dump_names_tie_an_hca_fault_by_pci_address_to_its_rdma_device() {
     assert_eq!(cause.device.as_deref(), Some("mlx5_1"), "{cause:?}");
 }
 
+/// No table names node040's HCAs, but NCCL's own async event does (`NET/IB
+/// : mlx5_1:1 Got async event : local catastrophic error`, NCCL 2.19+): the
+/// kernel log's mlx5 functions take that name in probe order, so the
+/// command timeouts on the second function and NCCL's event are one fault
+/// of one device, mlx5_1.
+#[test]
+fn an_rdma_device_nccls_async_event_names_ties_the_kernels_fault_to_it_nccl_2_19() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dmesg = String::new();
+    for pci in ["0000:1a:00.0", "0000:2c:00.0", "0000:3c:00.0"] {
+        dmesg += &format!("[    1.053000] mlx5_core {pci}: firmware version: 28.39.1002\n");
+    }
+    dmesg += "[2807281.224711] mlx5_core 0000:2c:00.0: wait_func_handle_exec_timeout:1130:(pid 46764): cmd[0]: QUERY_Q_COUNTER(0x773) No done completion\n";
+    dmesg += "[2807301.224711] mlx5_core 0000:2c:00.0: wait_func:1191:(pid 46764): QUERY_Q_COUNTER(0x773) timeout. Will cause a leak of a command resource\n";
+    let dir = tmp.path().join("node040");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dmesg.txt"), dmesg).unwrap();
+    let nccl = "node040:1503450:1503556 [1] transport/net_ib.cc:81 NCCL WARN NET/IB : mlx5_1:1 Got async event : local catastrophic error\n";
+    std::fs::write(tmp.path().join("job.out"), nccl).unwrap();
+    let a = common::analyze(tmp.path());
+    let nic = &a.job.kernel.hosts["node040"].nics["0000:2c:00.0"];
+    assert_eq!(nic.ibdev.as_deref(), Some("mlx5_1"));
+    let cause = a.diagnosis.verdict.cause.as_ref().expect("a cause");
+    assert_eq!(cause.kind.to_string(), "hca_fault", "{cause:?}");
+    assert_eq!(cause.host.as_deref(), Some("node040"), "{cause:?}");
+    assert_eq!(cause.device.as_deref(), Some("mlx5_1"), "{cause:?}");
+    assert!(
+        a.diagnosis
+            .verdict
+            .alternatives
+            .iter()
+            .all(|h| h.kind.to_string() != "hca_fault"),
+        "one fault, not two: {:?}",
+        a.diagnosis.verdict.alternatives
+    );
+}
+
 /// nvidia-smi run on the host after the hang cannot reach rank 5's GPU
 /// (`Unable to determine the device handle for GPU…: Unknown Error`,
 /// returnn#1486's shape): the GPU was lost, as with an Xid 79.

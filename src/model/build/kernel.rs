@@ -211,6 +211,19 @@ fn name_rdma_devices(job: &Job, map: &mut KernelMap) {
             names.entry(h).or_default().insert(device.as_str());
         }
     }
+    // NCCL's own IB lines name the device they are about (`NET/IB :
+    // mlx5_1:1 Got async event`), where no `NET/IB : Using` line listed them.
+    let ib_lines = job.events_where(|k| {
+        matches!(
+            k,
+            EventKind::IbAsyncEvent | EventKind::IbCompletionError | EventKind::VerbsCallFailed
+        )
+    });
+    for (_, ev) in ib_lines {
+        if let (Some(host), Some(hca)) = (job.host_of_event(ev), ev.text_field("hca")) {
+            names.entry(host).or_default().insert(hca);
+        }
+    }
     // Dumps under /sys/class/infiniband/<dev> and `rdma statistic` name the
     // host's RDMA devices too (perfquery's LIDs, ethtool's netdevs do not).
     for ((host, device), src) in &job.counter_devices {
