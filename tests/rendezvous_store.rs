@@ -262,3 +262,41 @@ fn a_single_try_at_an_address_no_host_has_decides_torch_2_3() {
         "{v:#}"
     );
 }
+
+/// kubeflow/pytorch-operator#125's shape (torch 1.0): a worker pod started
+/// before the master pod's name resolved; c10d's `host not found` names no
+/// host, and the cause is the name, not a port or an interface.
+#[test]
+fn a_store_name_that_does_not_resolve_is_the_address_set_up_torch_1_0() {
+    let log = "\
+  File \"/root/.local/lib/python3.7/site-packages/torch/distributed/rendezvous.py\", line 143, in _env_rendezvous_handler
+    store = TCPStore(master_addr, master_port, start_daemon)
+ValueError: host not found: Name or service not known
+";
+    let v = verdict(&[("worker0.log", log)]);
+    let c = &v["cause"];
+    assert_eq!(c["kind"], "socket_interface", "{v:#}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(summary.contains("does not resolve"), "{summary}");
+    assert!(
+        c["remedy"].as_str().unwrap().contains("getent hosts"),
+        "{v:#}"
+    );
+}
+
+/// torch 2.x retries a name that does not resolve and then gives up,
+/// quoting it (`(gai error: -2 - Name or service not known)`): the detail
+/// names the store's host name.
+#[test]
+fn the_give_up_line_quoting_a_resolver_error_names_the_store_name_torch_2_1() {
+    let log = "\
+[W socket.cpp:436] [c10d] The IPv4 network addresses of (llama-master-0, 23456) cannot be retrieved (gai error: -2 - Name or service not known).
+torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (llama-master-0, 23456). The IPv4 network addresses of (llama-master-0, 23456) cannot be retrieved (gai error: -2 - Name or service not known).
+";
+    let v = verdict(&[("gpu-7/worker.log", log)]);
+    let c = &v["cause"];
+    assert_eq!(c["kind"], "socket_interface", "{v:#}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(summary.contains("`llama-master-0`"), "{summary}");
+    assert_ne!(c["host"], "llama-master-0", "{v:#}");
+}

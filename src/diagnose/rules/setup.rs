@@ -25,6 +25,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(super::gloo::unusable_interface(ctx));
     out.extend(super::store::unreachable_store(ctx));
     out.extend(super::store::clients_missing(ctx));
+    out.extend(super::store::unresolved_name(ctx));
     out
 }
 

@@ -95,6 +95,48 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         .collect()
 }
 
+/// The store's host name does not resolve where the rank runs: no address
+/// to connect to at all (a typo, a Kubernetes service or pod name whose DNS
+/// record is not published yet, a short name outside the search domain).
+pub fn unresolved_name(ctx: &Ctx<'_>) -> Option<Hypothesis> {
+    let mut h = Hypothesis::new(CauseKind::SocketInterface);
+    h.value("variant", "store_name");
+    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::StoreConnect) {
+        if ev.text_field("what") != Some("unresolved") {
+            continue;
+        }
+        let name = ev.text_field("peer").map(str::to_string);
+        let error = ["error", "gai_error", "gai_text"]
+            .iter()
+            .find_map(|f| ev.text_field(f))
+            .unwrap_or("getaddrinfo failed");
+        if !h.values.contains_key("detail") {
+            let detail = match &name {
+                Some(n) => format!("`{n}`: {error}"),
+                None => format!("the store's host name: {error}"),
+            };
+            h.value("detail", detail);
+        }
+        if let Some(n) = name {
+            h.values.entry("name").or_insert(n);
+        }
+        h.peer_host = h
+            .peer_host
+            .take()
+            .or_else(|| ctx.job.host_of_event(ev).map(str::to_string));
+        h.ranks.extend(ev.who.rank);
+        if h.support.len() < CITED {
+            h.support(
+                Source::Torch,
+                0.55,
+                Some(idx),
+                format!("the rendezvous store's host name did not resolve ({error}): the rank had no address to connect to"),
+            );
+        }
+    }
+    (!h.support.is_empty()).then_some(h)
+}
+
 /// Retries that never end in a timeout line (Paddle's client retries until
 /// its long timeout; a paste stops while it still does): a host that kept
 /// retrying one address only its own host can reach, on a job that spans
