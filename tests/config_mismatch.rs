@@ -497,3 +497,52 @@ fn ranks_with_fewer_nics_are_named_when_init_stops_nccl_2_30() {
     let v = common::verdict_of(&[("nccl.log", ignored)]);
     assert_eq!(v["status"], "healthy", "{v:#}");
 }
+
+/// nccl#897's shape, NCCL 2.18 with a host prefix: three identical hosts,
+/// two of which send and receive over IB with GPUDirect RDMA while the third
+/// (no nvidia-peermem loaded) stages through host memory. A host with some
+/// channels of each kind (a NIC too far from a GPU) is no deviation.
+fn gdr_job(third_host_lines: &[&str]) -> serde_json::Value {
+    let mut log = String::new();
+    for (host, pid) in [("gpu-01", 1100), ("gpu-02", 2200)] {
+        for (ch, peer) in [(0, 8), (1, 16)] {
+            log += &format!(
+                "{host}:{pid}:{} [0] NCCL INFO Channel {ch:02}/0 : {peer}[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n",
+                pid + 50
+            );
+        }
+    }
+    for line in third_host_lines {
+        log += &format!("gpu-03:3300:3350 [0] NCCL INFO {line}\n");
+    }
+    common::report_of(&[("job.log", &log)])
+}
+
+#[test]
+fn a_host_whose_ib_channels_all_go_without_gpudirect_is_set_up_apart_nccl_2_18() {
+    let doc = gdr_job(&[
+        "Channel 00/0 : 0[0] -> 16[0] [receive] via NET/IB/0",
+        "Channel 01/0 : 8[0] -> 16[0] [receive] via NET/IB/1",
+    ]);
+    let v = &doc["verdict"];
+    let alts = v["alternatives"].as_array().cloned().unwrap_or_default();
+    let cm = std::iter::once(&v["cause"])
+        .chain(alts.iter())
+        .find(|c| c["kind"] == "config_mismatch")
+        .unwrap_or_else(|| panic!("no config_mismatch: {v:#}"));
+    assert_eq!(cm["host"], "gpu-03", "{cm:#}");
+    let summary = cm["summary"].as_str().unwrap();
+    assert!(summary.contains("GPUDirect RDMA"), "{summary}");
+    assert!(summary.contains("nvidia_peermem"), "{summary}");
+}
+
+#[test]
+fn a_host_with_some_channels_of_each_kind_is_no_gpudirect_deviation_nccl_2_18() {
+    let doc = gdr_job(&[
+        "Channel 00/0 : 0[0] -> 16[0] [receive] via NET/IB/0/GDRDMA",
+        "Channel 01/0 : 8[0] -> 16[0] [receive] via NET/IB/3",
+    ]);
+    let v = &doc["verdict"];
+    let text = v.to_string();
+    assert!(!text.contains("GPUDirect RDMA: "), "{v:#}");
+}

@@ -180,6 +180,11 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if let Some(network) = axes.iter().find(|a| a.what == NETWORK) {
         hosts_without_verbs(job, network, &mut h, &mut details);
     }
+    if axes.iter().any(|a| a.what == GDR) {
+        details.push(
+            "a host without GPUDirect RDMA lacks the peer-memory module (`lsmod | grep nvidia_peermem`; `modprobe nvidia-peermem`) or DMA-BUF support, and stages every transfer through host memory".into(),
+        );
+    }
     peer_mismatches(job, &mut h, &mut details);
     if axes[0].differs() {
         truncated_bootstrap(job, &mut h);
@@ -225,6 +230,7 @@ fn axes(job: &Job) -> Vec<Axis> {
     let mut plugin = Axis::new("network plugin", 0.45, is_internal);
     let mut env: BTreeMap<String, Axis> = BTreeMap::new();
     let mut env_hosts = BTreeSet::new();
+    let mut gdr = GdrUse::default();
     for (idx, ev) in job.events.iter().enumerate() {
         let host = job.host_of_event(ev);
         // Rank 0's values are the reference of an even split, even where
@@ -237,6 +243,7 @@ fn axes(job: &Job) -> Vec<Axis> {
             version.note(v, host, rank0, idx);
         }
         match ev.kind {
+            EventKind::NcclChannel => gdr.note(ev, host, idx),
             EventKind::NcclNetSelected => {
                 if let Some(n) = ev.text_field("network") {
                     network.note(n, host, rank0, idx);
@@ -286,8 +293,50 @@ fn axes(job: &Job) -> Vec<Axis> {
         }
     }
     let mut out = vec![version, network, plugin];
+    out.extend(gdr.axis());
     out.extend(env.into_values());
     out
+}
+
+const GDR: &str = "GPUDirect RDMA";
+
+/// Whether each host's NET channels over IB used GPUDirect RDMA
+/// (`via NET/IB/0/GDRDMA`). Identical machines agree: a host whose every
+/// such channel goes without it, where another's every one uses it, lacks
+/// the peer-memory module (nvidia-peermem) or DMA-BUF support, and stages
+/// every transfer through host memory (nccl#897). A host with some of each
+/// (a NIC too far from some GPUs for NCCL_NET_GDR_LEVEL) is left out.
+#[derive(Default)]
+struct GdrUse {
+    /// host → (first line with GDRDMA, first line without).
+    hosts: BTreeMap<String, (Option<EventIdx>, Option<EventIdx>)>,
+}
+
+impl GdrUse {
+    fn note(&mut self, ev: &crate::model::Event, host: Option<&str>, idx: EventIdx) {
+        let Some(host) = host else { return };
+        if ev.text_field("transport") != Some("NET/IB") {
+            return;
+        }
+        let e = self.hosts.entry(host.to_string()).or_default();
+        if ev.text_field("gdr").is_some() {
+            e.0.get_or_insert(idx);
+        } else {
+            e.1.get_or_insert(idx);
+        }
+    }
+
+    fn axis(self) -> Option<Axis> {
+        let mut axis = Axis::new(GDR, 0.35, |v| v == "off");
+        for (host, lines) in self.hosts {
+            match lines {
+                (Some(idx), None) => axis.add("on", &host, Some(idx)),
+                (None, Some(idx)) => axis.add("off", &host, Some(idx)),
+                _ => {}
+            }
+        }
+        axis.differs().then_some(axis)
+    }
 }
 
 /// Hosts whose release no line states join the side their line formats

@@ -39,6 +39,8 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     r.expect(b"via ")?;
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
+    // `NET/IB/0/GDRDMA`: the NIC reads or writes GPU memory directly.
+    let gdr = matches!(suffix, Suffix::NetDev(_)) && r.rest().starts_with(b"/GDRDMA");
     // Pushed in name order, as `Fields` keeps them.
     fields.push(slot::CHANNEL, Int(channel));
     fields.note_digits(slot::CHANNEL, channel_at);
@@ -56,6 +58,9 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     fields.note_digits(slot::DST, dst_at);
     fields.push(slot::DST_DEV, Text(dst_dev));
     fields.note_digits(slot::DST_DEV, dst_dev_at);
+    if gdr {
+        fields.push(slot::GDR, Text("GDRDMA"));
+    }
     if let Suffix::NetDev(dev) = suffix {
         fields.push(slot::NET_DEV, Int(dev));
     }
@@ -75,6 +80,7 @@ pub(super) const CHANNEL_FIELDS: &[&str] = &[
     "dir",
     "dst",
     "dst_dev",
+    "gdr",
     "net_dev",
     "src",
     "src_dev",
@@ -89,10 +95,11 @@ mod slot {
     pub const DIR: u8 = 3;
     pub const DST: u8 = 4;
     pub const DST_DEV: u8 = 5;
-    pub const NET_DEV: u8 = 6;
-    pub const SRC: u8 = 7;
-    pub const SRC_DEV: u8 = 8;
-    pub const TRANSPORT: u8 = 9;
+    pub const GDR: u8 = 6;
+    pub const NET_DEV: u8 = 7;
+    pub const SRC: u8 = 8;
+    pub const SRC_DEV: u8 = 9;
+    pub const TRANSPORT: u8 = 10;
 }
 
 enum Suffix<'a> {
@@ -355,6 +362,7 @@ mod tests {
             (slot::DIR, "dir"),
             (slot::DST, "dst"),
             (slot::DST_DEV, "dst_dev"),
+            (slot::GDR, "gdr"),
             (slot::NET_DEV, "net_dev"),
             (slot::SRC, "src"),
             (slot::SRC_DEV, "src_dev"),
@@ -376,6 +384,7 @@ mod tests {
             ("dir", "send"),
             ("dst", "8"),
             ("dst_dev", "0"),
+            ("gdr", "GDRDMA"),
             ("net_dev", "0"),
             ("src", "0"),
             ("src_dev", "0"),
