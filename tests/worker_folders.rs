@@ -75,12 +75,10 @@ fn one_known_worker(folders: [&str; 2]) -> serde_json::Value {
             .join(local.to_string());
         fs::create_dir_all(&dir).unwrap();
         let local = local as u32;
-        let mut stdout = modify_qp_warn("gpu-018", 3797507 + local, local);
+        let stdout = modify_qp_warn("gpu-018", 3797507 + local, local);
         if local == 0 {
             let stderr = "[rank4]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n[rank4]: Last error:\n[rank4]: Call to ibv_modify_qp failed with error Connection timed out errno 110\n";
             fs::write(dir.join("stderr.log"), stderr).unwrap();
-        } else {
-            stdout.insert_str(0, "\n");
         }
         fs::write(dir.join("stdout.log"), stdout).unwrap();
     }

@@ -116,10 +116,7 @@ fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<us
     if let Some((i, _)) = of_cause().find(|(_, o)| same_place(o, h)) {
         return Some(i);
     }
-    if h.device.is_none() {
-        return None;
-    }
-    let h_by_lid = lid_only(h.device.as_deref());
+    let h_by_lid = lid_only(Some(h.device.as_deref()?));
     let mut on_host = of_cause().filter(|(_, o)| o.device.is_some() && o.host == h.host);
     match (on_host.next(), on_host.next()) {
         (Some((i, o)), None) if h_by_lid || lid_only(o.device.as_deref()) => Some(i),
