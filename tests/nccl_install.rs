@@ -127,6 +127,26 @@ fn nccls_kernels_without_code_for_the_gpu_are_the_build_nccl_2_7() {
     assert!(remedy.contains("compute_cap"), "{remedy}");
 }
 
+/// ROCm/rccl#2189's shape (a gfx1200 beside a gfx1201 in one job, RCCL of
+/// ROCm 6.4): RCCL reports its failed HIP call on a line of its own,
+/// `[FATAL ERROR]: HIP failure: 'invalid device function'`, the same build
+/// without code for one GPU; its other HIP failures are no such build.
+#[test]
+fn rccls_hip_failure_line_without_code_for_the_gpu_is_the_build_rccl_2_22() {
+    let line = |error: &str| format!("desk:4242:4242 [1] [FATAL ERROR]: HIP failure: '{error}'\n");
+    let v = common::verdict_of_owned(&[("rank1.log".to_string(), line("invalid device function"))]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("no kernels for this GPU"), "{summary}");
+    assert!(
+        v["cause"]["remedy"].as_str().unwrap().contains("gfx"),
+        "{v:#}"
+    );
+    let v = common::verdict_of_owned(&[("rank1.log".to_string(), line("out of memory"))]);
+    let summary = v["cause"]["summary"].as_str().unwrap_or_default();
+    assert!(!summary.contains("no kernels for this GPU"), "{v:#}");
+}
+
 /// NVIDIA/nccl#1372's shape (a site build for sm_80 only, run on H100s;
 /// also a cu118 wheel's NCCL 2.14 on an RTX 5090): with lazy module loading
 /// the first kernel lookup fails as `named symbol not found` in enqueue.cc,
