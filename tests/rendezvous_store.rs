@@ -276,6 +276,7 @@ ValueError: host not found: Name or service not known
     let v = verdict(&[("worker0.log", log)]);
     let c = &v["cause"];
     assert_eq!(c["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
     let summary = c["summary"].as_str().unwrap();
     assert!(summary.contains("does not resolve"), "{summary}");
     assert!(
@@ -296,6 +297,7 @@ torch.distributed.DistNetworkError: The client socket has failed to connect to a
     let v = verdict(&[("gpu-7/worker.log", log)]);
     let c = &v["cause"];
     assert_eq!(c["kind"], "socket_interface", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
     let summary = c["summary"].as_str().unwrap();
     assert!(summary.contains("`llama-master-0`"), "{summary}");
     assert_ne!(c["host"], "llama-master-0", "{v:#}");

@@ -336,7 +336,10 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
             )
         }
         EventKind::StoreConnect => {
-            matches!(e.text_field("what"), Some("timeout" | "clients_timeout"))
+            matches!(
+                e.text_field("what"),
+                Some("timeout" | "clients_timeout" | "unresolved")
+            )
         }
         // Its connections, or its own socket (a UDS bind).
         EventKind::ProxyError => matches!(e.text_field("op"), Some("Connect" | "Bind")),
@@ -435,6 +438,11 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
                 && e.text_field("what") != Some("loopback_fallback"))
                 || (e.kind == EventKind::StoreConnect
                     && matches!(e.text_field("what"), Some("timeout" | "clients_timeout")))
+                // A store name that did not resolve while no communicator
+                // came up (torch 1.13+ retries it, so alone later it is not).
+                || (e.kind == EventKind::StoreConnect
+                    && e.text_field("what") == Some("unresolved")
+                    && !came_up)
                 // NCCL retrying a refused or timed-out connect while no
                 // communicator came up: its set-up was failing.
                 || (e.kind == EventKind::SocketRetry && !came_up)
