@@ -335,3 +335,47 @@ fn cli_writes_the_job_and_its_truth_and_refuses_bad_options() {
         assert_eq!(ncclpm(&bad).status.code(), Some(2), "{bad:?}");
     }
 }
+
+/// The distinct `(address, port)` pairs NCCL's connect warnings name.
+fn dialled(files: &BTreeMap<String, Vec<u8>>) -> std::collections::BTreeSet<(String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for text in files.values().map(|v| String::from_utf8_lossy(v)) {
+        for part in text.split("onnect to ").skip(1) {
+            if let Some((addr, rest)) = part.split_once('<') {
+                let port = rest.split('>').next().unwrap_or("");
+                out.insert((addr.to_string(), port.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// NCCL 2.20's root hands out ring neighbours in rank order and stops at
+/// the first rank it cannot reach; that rank's predecessor fails its own
+/// connect to it. A firewalled host other than the root's shows as two
+/// connects to its address (the root's, the predecessor's), each to a
+/// port of its own; on the root's host, every other host's ranks fail to
+/// reach the root's one port.
+#[test]
+fn an_unreachable_host_shows_the_roots_first_failure_and_its_ring_predecessors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut elsewhere, mut at_root) = (0, 0);
+    for seed in 0..12 {
+        let dir = tmp.path().join(format!("j{seed}"));
+        let mut o = opts(Scenario::Fault(CauseKind::Firewall), 32, seed);
+        o.nccl_version = Ver::parse("2.20.5");
+        let truth = run(&o, &dir);
+        let pairs = dialled(&tree(&dir));
+        let addrs: std::collections::BTreeSet<_> = pairs.iter().map(|p| &p.0).collect();
+        assert_eq!(addrs.len(), 1, "seed {seed}: {pairs:?}");
+        let stuck = truth["stuck_ranks"].as_array().unwrap();
+        if stuck[0] == 0 {
+            at_root += 1;
+            assert_eq!(pairs.len(), 1, "seed {seed}: one root port");
+        } else {
+            elsewhere += 1;
+            assert_eq!(pairs.len(), 2, "seed {seed}: root and predecessor");
+        }
+    }
+    assert!(elsewhere > 0 && at_root > 0, "{elsewhere} {at_root}");
+}

@@ -680,3 +680,80 @@ task-7700-94lc9:73:73 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:172
     let v = common::verdict_of(&[("master.log", boot), ("worker.log", worker)]);
     assert_eq!(v["cause"]["kind"], "socket_interface", "{v:#}");
 }
+
+/// torchrun's agent block (torch 1.9+ `api.py`) for one host of four
+/// workers in a world of `world`.
+fn rendezvous_block(group_rank: u32, world: u32) -> String {
+    let first = group_rank * 4;
+    let ranks: Vec<String> = (first..first + 4).map(|r| r.to_string()).collect();
+    format!(
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n  \
+         restart_count=0\n  master_addr=node001\n  master_port=29500\n  group_rank={group_rank}\n  \
+         group_world_size={}\n  local_ranks=[0, 1, 2, 3]\n  role_ranks=[{r}]\n  global_ranks=[{r}]\n  \
+         role_world_sizes=[{world}, {world}, {world}, {world}]\n  global_world_sizes=[{world}, {world}, {world}, {world}]\n\n",
+        world / 4,
+        r = ranks.join(", ")
+    )
+}
+
+/// NCCL 2.20.5 at NCCL_DEBUG=WARN under torchrun, four hosts of four
+/// workers; node003 drops NCCL's ports and none of its lines gives its
+/// address. The bootstrap root, a thread of rank 0's process (its own tid),
+/// gives up handing rank 8 its neighbour; rank 7, whose ring neighbour is
+/// rank 8, fails to connect to it as well and raises (bootstrap.cc 2.20:
+/// the root sends in rank order, each rank dials rank + 1). The address
+/// dialled is node003's, and node003's ranks are the ones nobody reached.
+#[test]
+fn the_bootstrap_rings_next_rank_places_an_address_no_line_gives_nccl_2_20() {
+    let dir = tempfile::tempdir().unwrap();
+    for node in 0..4u32 {
+        let host = format!("node{:03}", node + 1);
+        let mut log = rendezvous_block(node, 16);
+        for local in 0..4u32 {
+            let rank = node * 4 + local;
+            let pid = 5100 + rank;
+            let connect = |tid: u32, port: u32| {
+                format!(
+                    "[default{local}]:{host}:{pid}:{tid} [{local}] misc/socket.cc:538 NCCL WARN socketStartConnect: Connect to 10.3.0.13<{port}> failed : Connection timed out\n"
+                )
+            };
+            if rank == 0 {
+                log.push_str(&format!(
+                    "[default0]:NCCL version 2.20.5+cuda12.2\n{}",
+                    connect(pid + 77, 41002)
+                ));
+            }
+            if rank == 7 {
+                log.push_str(&connect(pid, 40321));
+                log.push_str(&format!(
+                    "[default3]:[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n\
+                     [default3]:[rank7]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n\
+                     [default3]:[rank7]: Last error:\n\
+                     [default3]:[rank7]: socketStartConnect: Connect to 10.3.0.13<40321> failed : Connection timed out\n"
+                ));
+            }
+        }
+        write(dir.path(), &format!("{host}/torchrun.log"), &log);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "firewall", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([8, 9, 10, 11]),
+        "{:#}",
+        doc["verdict"]
+    );
+    let why = cause["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["why"].as_str())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    assert!(
+        why.contains("rank 7 dials the next rank of NCCL's bootstrap ring"),
+        "{why}"
+    );
+}

@@ -108,7 +108,10 @@ pub fn render(
 }
 
 fn init_fails(fate: &Fate) -> bool {
-    matches!(fate, Fate::InitError { .. } | Fate::InitBlocked)
+    matches!(
+        fate,
+        Fate::InitError { .. } | Fate::InitBlocked | Fate::RootFailed { .. }
+    )
 }
 
 fn before(c: &mut Ctx<'_>, out: &mut RankOut) {
@@ -281,6 +284,11 @@ fn after(c: &mut Ctx<'_>, out: &mut RankOut) {
     match fate {
         Fate::Finish => finish(c, out),
         Fate::Cancelled | Fate::Silent { .. } | Fate::Signal { .. } | Fate::InitBlocked => {}
+        Fate::RootFailed { warns } => {
+            for (t, w) in &warns {
+                c.nc.write_warn(out.nccl(), *t, w);
+            }
+        }
         Fate::Timeout {
             op,
             numel_in,

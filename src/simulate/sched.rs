@@ -87,7 +87,7 @@ pub fn natural_end(plan: &Plan, story: &Story, rank: u32) -> Option<(Us, Exit)> 
             Some((last + delay, Exit::Code(1)))
         }
         Fate::Signal { at, signal } => Some((*at, Exit::Signal(*signal))),
-        Fate::Cancelled | Fate::Silent { .. } | Fate::InitBlocked => None,
+        Fate::Cancelled | Fate::Silent { .. } | Fate::InitBlocked | Fate::RootFailed { .. } => None,
     }
 }
 

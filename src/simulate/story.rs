@@ -37,6 +37,9 @@ pub enum Warn {
     ConnClosed { peer: u32 },
     /// A socket connect to `addr` (`ip<port>`) that failed with `errno`.
     Connect { addr: String, errno: i32 },
+    /// The bootstrap root's thread (on rank 0's process) failing to hand a
+    /// rank its ring neighbour: a connect to that rank's address.
+    RootConnect { addr: String, errno: i32 },
     /// `ibv_modify_qp` failed towards `peer` on NIC `nic`.
     ModifyQp {
         nic: u32,
@@ -83,6 +86,10 @@ pub enum Fate {
     InitError { warns: Vec<(Us, Warn)>, result: u8 },
     /// Blocked in communicator init until killed.
     InitBlocked,
+    /// Blocked in init too, after its process's bootstrap root thread
+    /// printed these errors (the root's failure is not the rank's: NCCL
+    /// never hands it back to the caller).
+    RootFailed { warns: Vec<(Us, Warn)> },
     /// PyTorch's collective checker (TORCH_DISTRIBUTED_DEBUG=DETAIL) found
     /// that `other` runs a different collective at the same sequence number.
     Mismatch {

@@ -6,6 +6,7 @@
 mod application;
 mod barrier;
 mod bootstrap;
+mod bootstrap_ring;
 mod bundled;
 mod calls;
 mod common_peer;

@@ -203,6 +203,9 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .or_insert_with(|| format!("`{iface}`"));
     }
     let dialers = dialers_by_peer(job, &connect_errors);
+    let ring_next = super::bootstrap_ring::ring_next_hosts(job, &connect_errors);
+    // The ring's next rank where no line places it: the host is its.
+    let mut ring_rank: Option<u32> = None;
     for &idx in connect_errors.iter().take(8) {
         let ev = &job.events[idx];
         let error = ev
@@ -252,6 +255,7 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         // of the job printed that address (its ranks logged nothing), and
         // blaming the reporter would name a victim.
         let is_ip = |p: &String| p.parse::<std::net::IpAddr>().is_ok();
+        let ring_next_of_dialled = ev.text_field("peer").and_then(|p| ring_next.get(p));
         let target = peer
             .clone()
             .filter(|p| job.hosts.contains_key(p))
@@ -264,7 +268,16 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 peer.as_ref()
                     .filter(|p| is_ip(p))
                     .and_then(|p| job.sole_host_outside(dialers.get(p.as_str())?))
-            })
+            });
+        // Only where nothing else names the address's host: the ring's
+        // next rank is the host it dialled, its line says nothing more.
+        let ring_host = ring_next_of_dialled.and_then(|n| n.host.clone());
+        let by_ring = target.is_none() && ring_host.is_some();
+        if let Some(next) = ring_next_of_dialled.filter(|n| n.host.is_none()) {
+            ring_rank.get_or_insert(next.rank);
+        }
+        let target = target
+            .or(ring_host)
             .or_else(|| peer.clone().filter(|p| is_ip(p) && local_net.is_none()));
         for (h, w) in [(&mut fw_hyp, fw), (&mut iface_hyp, ifc)] {
             match &target {
@@ -283,12 +296,21 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     h.ranks.extend(ev.who.rank);
                 }
             }
-            let why = match local_net {
+            let mut why = match local_net {
                 Some(net) => format!(
                     "a socket connection failed: `{error}`; the peer's address is in {net}, which every host has its own copy of"
                 ),
                 None => format!("a socket connection failed: `{error}`"),
             };
+            let ring_dialler = ev
+                .who
+                .rank
+                .filter(|r| ring_next_of_dialled.is_some_and(|n| n.dialled_by.contains(r)));
+            if by_ring && let (Some(t), Some(rank)) = (&target, ring_dialler) {
+                why.push_str(&format!(
+                    "; before any communicator came up, rank {rank} dials the next rank of NCCL's bootstrap ring, on {t}"
+                ));
+            }
             h.support(Source::Nccl, w, Some(idx), why);
         }
         if let (Some(net), Some(addr)) = (local_net, ev.text_field("peer")) {
@@ -314,8 +336,11 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         if h.host.is_none()
             && let Some(addr) = &local_peer
         {
-            h.values
-                .insert("host", format!("the host whose ranks advertised {addr}"));
+            let whose = match ring_rank {
+                Some(rank) => format!("rank {rank}'s host, whose ranks advertised {addr}"),
+                None => format!("the host whose ranks advertised {addr}"),
+            };
+            h.values.insert("host", whose);
         }
         // A connect whose line names neither end (NCCL 2.2–2.3 print no
         // address, and without their `NCCL` tag no host): the peer it dialled.

@@ -86,55 +86,85 @@ pub fn memlock(c: &mut Ctx<'_>) -> Story {
     story
 }
 
-/// Connects that fail towards the ranks of `host`: from the other hosts'
-/// ranks when it holds the bootstrap root, else from the root (rank 0),
-/// which must reach every rank's listening address.
-fn connects_into(
-    c: &mut Ctx<'_>,
-    host: usize,
-    ip: &str,
-    errnos: &[i32],
-) -> Vec<(u32, Vec<(Us, Warn)>)> {
-    let targets = c.host_ranks(host);
+/// What a bootstrap that cannot reach `host`'s ranks prints: the ranks
+/// that raise, with their errors, and what rank 0's root thread printed.
+struct Connects {
+    raised: Vec<(u32, Vec<(Us, Warn)>)>,
+    root: Vec<(Us, Warn)>,
+}
+
+/// Connects that fail towards the ranks of `host` (one `errno` for the
+/// host: a firewall rejects or drops every port alike). Where the host
+/// holds the bootstrap root, every other host's ranks fail to reach it.
+/// Elsewhere, the root (a thread of rank 0's process) hands each rank its
+/// ring neighbour's address and gives up at the first rank it cannot
+/// reach, printing the failure but never returning it to rank 0 — up to
+/// 2.22 after every rank checked in and in rank order, so it fails at the
+/// host's first rank; from 2.23 as ranks check in, at any of them. The
+/// rank before the host's first got that rank's ring address and fails
+/// to connect to it; from 2.23 the root may give up before sending it.
+fn connects_into(c: &mut Ctx<'_>, host: usize, ip: &str, errno: i32) -> Connects {
     let at = init_error_at(c);
     if host == 0 {
-        let port = bootstrap_port(c);
-        let addr = format!("{ip}<{port}>");
-        let errno = *c.rng.pick(errnos);
+        let addr = format!("{ip}<{}>", bootstrap_port(c));
         let others: Vec<u32> = (0..c.plan.world)
             .filter(|&r| c.host_of(r) != host)
             .collect();
-        return others
+        let raised = others
             .into_iter()
             .map(|r| {
-                (
-                    r,
-                    vec![(
-                        at + c.rng.range(0, 900) * MS,
-                        Warn::Connect {
-                            addr: addr.clone(),
-                            errno,
-                        },
-                    )],
-                )
+                let w = Warn::Connect {
+                    addr: addr.clone(),
+                    errno,
+                };
+                (r, vec![(at + c.rng.range(0, 900) * MS, w)])
             })
             .collect();
+        return Connects {
+            raised,
+            root: Vec::new(),
+        };
     }
-    let warns = targets
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
-            let addr = format!("{ip}<{}>", bootstrap_port(c));
-            (
-                at + i as i64 * 3 * MS,
-                Warn::Connect {
-                    addr,
-                    errno: *c.rng.pick(errnos),
-                },
-            )
-        })
-        .collect();
-    vec![(0, warns)]
+    let in_rank_order = c.plan.versions.nccl.lt(2, 23, 0);
+    let root = vec![(
+        at,
+        Warn::RootConnect {
+            addr: format!("{ip}<{}>", bootstrap_port(c)),
+            errno,
+        },
+    )];
+    let first = c.host_ranks(host)[0];
+    let before = (first + c.plan.world - 1) % c.plan.world;
+    let mut raised = Vec::new();
+    if in_rank_order || c.rng.chance(0.85) {
+        let w = Warn::Connect {
+            addr: format!("{ip}<{}>", bootstrap_port(c)),
+            errno,
+        };
+        raised.push((before, vec![(at + c.rng.range(200, 2_500) * MS, w)]));
+    }
+    Connects { raised, root }
+}
+
+/// An init failure from connects that could not reach `host`.
+/// Rank 0 raises only for its own connect; its root thread's lines come
+/// first either way.
+fn unreachable_story(c: &mut Ctx<'_>, host: usize, connects: Connects, text: String) -> Story {
+    let Connects { mut raised, root } = connects;
+    let mut blocked_root = None;
+    if !root.is_empty() {
+        match raised.iter_mut().find(|(r, _)| *r == 0) {
+            Some((_, warns)) => {
+                warns.splice(0..0, root);
+            }
+            None => blocked_root = Some(root),
+        }
+    }
+    let mut story = init_story(c, c.host_ranks(host), raised, 2, text);
+    if let Some(warns) = blocked_root {
+        story.fates.insert(0, Fate::RootFailed { warns });
+    }
+    story
 }
 
 pub fn socket_interface(c: &mut Ctx<'_>) -> Story {
@@ -144,12 +174,13 @@ pub fn socket_interface(c: &mut Ctx<'_>) -> Story {
         ("docker0", "172.17.0.1"),
         ("virbr0", "192.168.122.1"),
     ]);
-    let reports = connects_into(c, host, ip, &[111, 111, 113]);
+    let errno = *c.rng.pick(&[111, 111, 113]);
+    let connects = connects_into(c, host, ip, errno);
     let text = format!(
         "{} has NCCL_SOCKET_IFNAME={iface}, so its ranks advertise {ip}, which no other host can reach; bootstrap connections to it failed.",
         c.host_name(host)
     );
-    let mut story = init_story(c, c.host_ranks(host), reports, 2, text);
+    let mut story = unreachable_story(c, host, connects, text);
     story.truth.cause = Some(c.host_cause(CauseKind::SocketInterface, host, None));
     // Half the time the host's container also lacks the RDMA devices, so
     // NCCL runs on sockets there and prints `NET/Socket : Using [0]docker0…`.
@@ -164,13 +195,14 @@ pub fn socket_interface(c: &mut Ctx<'_>) -> Story {
 pub fn firewall(c: &mut Ctx<'_>) -> Story {
     let host = c.rng.index(c.plan.hosts.len());
     let ip = c.plan.hosts[host].ip.clone();
-    let reports = connects_into(c, host, &ip, &[111, 111, 110]);
-    let peer = reports.first().map(|r| c.host_of(r.0));
+    let errno = *c.rng.pick(&[111, 111, 110]);
+    let connects = connects_into(c, host, &ip, errno);
+    let peer = Some(connects.raised.first().map_or(0, |r| c.host_of(r.0)));
     let text = format!(
         "A firewall on {} blocks NCCL's bootstrap ports; connections from other hosts to {ip} were refused or timed out at init.",
         c.host_name(host)
     );
-    let mut story = init_story(c, c.host_ranks(host), reports, 2, text);
+    let mut story = unreachable_story(c, host, connects, text);
     story.truth.cause = Some(c.host_cause(CauseKind::Firewall, host, peer));
     story
 }

@@ -31,6 +31,8 @@ pub struct Tids {
     pub async_ev: u32,
     pub service: u32,
     pub teardown: u32,
+    /// The bootstrap root's thread (rank 0's process only).
+    pub root: u32,
 }
 
 /// One rank's NCCL: who it is and which release it runs.
@@ -63,6 +65,7 @@ impl<'a> Nccl<'a> {
             async_ev: pid + r.range(91, 109) as u32,
             service: pid + r.range(161, 200) as u32,
             teardown: pid + r.range(201, 260) as u32,
+            root: pid + r.range(261, 300) as u32,
         };
         Nccl {
             plan,

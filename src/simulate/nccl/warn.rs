@@ -117,6 +117,21 @@ impl<'a> Nccl<'a> {
                     chain,
                 )
             }
+            // The root's thread gives up at its first failed send, and
+            // its error goes no further than the thread (bootstrap.cc).
+            Warn::RootConnect { addr, errno } => {
+                let chain = vec![
+                    ("misc/socket.cc", l.socket + 61, 2, ""),
+                    ("bootstrap.cc", l.bootstrap + 41, 2, ""),
+                ];
+                d(
+                    self.tids.root,
+                    "misc/socket.cc",
+                    l.socket + 40,
+                    self.connect_text(addr, *errno),
+                    chain,
+                )
+            }
             Warn::ModifyQp {
                 nic,
                 errno,

@@ -1,0 +1,226 @@
+//! NCCL's bootstrap ring: at init every rank connects to the next one
+//! (rank + 1, the last to rank 0) at the address the root handed it. A
+//! rank's failed connect there names the host it dialled even when no line
+//! says whose address that is (a firewalled host whose ranks print nothing
+//! at NCCL_DEBUG=WARN, a docker0 address every host has a copy of).
+//!
+//! The root — a thread of rank 0's process — dials every rank once, to hand
+//! it its neighbour, and stops at the first it cannot reach (bootstrap.cc,
+//! 2.3–2.30); its failure is never returned to rank 0, so it is only its
+//! thread's WARN. The ring's connects are one per rank, each to a port of
+//! the next rank's own; a port several ranks dialled is a listener they
+//! share (the root's, a store's), which the ring does not explain.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{Event, EventIdx, Job};
+
+/// Whom a failed connect of the bootstrap ring dialled: the next rank's
+/// host, or where no line places that rank, the rank alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RingNext {
+    pub rank: u32,
+    pub host: Option<String>,
+    /// The ranks whose ring connects these are.
+    pub dialled_by: BTreeSet<u32>,
+}
+
+/// Peer address → whom the failed connects to it dialled, where they are
+/// bootstrap ring connects that agree on one next rank, or on one host
+/// other than the dialling ranks' own. Empty once a communicator came up
+/// (connects then go anywhere: proxies, the socket transport).
+pub(super) fn ring_next_hosts<'a>(
+    job: &'a Job,
+    connects: &[EventIdx],
+) -> BTreeMap<&'a str, RingNext> {
+    let mut out = BTreeMap::new();
+    if job.a_comm_came_up() {
+        return out;
+    }
+    for (peer, events) in by_peer(job, connects) {
+        if port_shared(&events) {
+            continue;
+        }
+        let dialled_by: BTreeSet<u32> = events
+            .iter()
+            .filter(|ev| !maybe_root_thread(ev))
+            .filter_map(|ev| ev.who.rank)
+            .collect();
+        let nexts: BTreeMap<u32, Option<&str>> = dialled_by
+            .iter()
+            .filter_map(|&rank| next_elsewhere(job, rank))
+            .collect();
+        let hosts: Vec<Option<&str>> = nexts
+            .values()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let agreed = match (nexts.keys().next(), &hosts[..]) {
+            (Some(&rank), [Some(host)]) => Some(RingNext {
+                rank,
+                host: Some(host.to_string()),
+                dialled_by: dialled_by.clone(),
+            }),
+            (Some(&rank), [None]) if nexts.len() == 1 => Some(RingNext {
+                rank,
+                host: None,
+                dialled_by: dialled_by.clone(),
+            }),
+            _ => None,
+        };
+        if let Some(next) = agreed {
+            out.insert(peer, next);
+        }
+    }
+    out
+}
+
+/// The ring's next rank after `rank` with its host, unless that host is
+/// known to be `rank`'s own (a connect within a host does not fail on
+/// its interface).
+fn next_elsewhere(job: &Job, rank: u32) -> Option<(u32, Option<&str>)> {
+    let next = next_rank(job, rank)?;
+    let theirs = job.short_host_of_rank(next);
+    let mine = job.short_host_of_rank(rank);
+    (mine.is_none() || theirs.is_none() || mine != theirs).then_some((next, theirs))
+}
+
+/// `rank + 1`, the last rank's being rank 0: without the world's size
+/// (no init line, no launcher's count) only a rank some line places.
+fn next_rank(job: &Job, rank: u32) -> Option<u32> {
+    match job.world_size.filter(|&n| n > 1) {
+        Some(world) => Some((rank + 1) % world),
+        None => Some(rank + 1).filter(|next| job.ranks.contains_key(next)),
+    }
+}
+
+fn by_peer<'a>(job: &'a Job, connects: &[EventIdx]) -> BTreeMap<&'a str, Vec<&'a Event>> {
+    let mut out: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
+    for &idx in connects {
+        let ev = &job.events[idx];
+        if let Some(peer) = ev.text_field("peer") {
+            out.entry(peer).or_default().push(ev);
+        }
+    }
+    out
+}
+
+/// Two ranks dialled one port of the address.
+fn port_shared(events: &[&Event]) -> bool {
+    let mut dialers: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
+    for ev in events {
+        if let (Some(port), Some(rank)) = (ev.int("peer_port"), ev.who.rank) {
+            dialers.entry(port).or_default().insert(rank);
+        }
+    }
+    dialers.values().any(|ranks| ranks.len() > 1)
+}
+
+/// Rank 0's line from any thread but its main one (or from one whose
+/// thread is not known) may be the root's, which dials every rank.
+fn maybe_root_thread(ev: &Event) -> bool {
+    ev.who.rank == Some(0) && (ev.who.tid.is_none() || ev.who.tid != ev.who.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EventKind, Fields, Value, Who};
+
+    fn connect(rank: u32, pid: u32, tid: u32, peer: &str, port: i64) -> Event {
+        let mut f = Fields::default();
+        f.insert("peer", Value::Text(peer.into()));
+        f.insert("peer_port", Value::Int(port));
+        let mut ev = Event::with_fields(EventKind::SocketError, f);
+        ev.who = Who {
+            rank: Some(rank),
+            pid: Some(pid),
+            tid: Some(tid),
+            ..Who::default()
+        };
+        ev
+    }
+
+    /// 3 hosts × 2 ranks: a(0,1) b(2,3) c(4,5).
+    fn three_hosts(events: Vec<Event>) -> (Job, Vec<EventIdx>) {
+        let ranks = [(0, "a"), (1, "a"), (2, "b"), (3, "b"), (4, "c"), (5, "c")];
+        let mut job = Job::with_ranks_on(&ranks);
+        let idx = (0..events.len()).collect();
+        job.events = events;
+        (job, idx)
+    }
+
+    #[test]
+    fn predecessor_and_root_connects_name_the_next_ranks_host_nccl_2_20() {
+        // The root (rank 0's thread 120) gives up at rank 4; rank 3 dials
+        // rank 4's ring address and fails too.
+        let (job, idx) = three_hosts(vec![
+            connect(0, 100, 120, "10.0.0.9", 40001),
+            connect(3, 300, 300, "10.0.0.9", 40002),
+        ]);
+        let hosts = ring_next_hosts(&job, &idx);
+        let want = RingNext {
+            rank: 4,
+            host: Some("c".into()),
+            dialled_by: [3].into(),
+        };
+        assert_eq!(hosts.get("10.0.0.9"), Some(&want));
+    }
+
+    #[test]
+    fn the_last_ranks_next_is_rank_0_where_the_world_is_known() {
+        let (mut job, idx) = three_hosts(vec![connect(5, 500, 500, "10.0.0.1", 40001)]);
+        assert!(ring_next_hosts(&job, &idx).is_empty(), "rank 6 is no rank");
+        job.world_size = Some(6);
+        let want = RingNext {
+            rank: 0,
+            host: Some("a".into()),
+            dialled_by: [5].into(),
+        };
+        assert_eq!(ring_next_hosts(&job, &idx).get("10.0.0.1"), Some(&want));
+    }
+
+    #[test]
+    fn one_port_dialled_by_several_ranks_is_a_shared_listener() {
+        // Ranks 2 and 3 both fail to reach the root's port: not the ring.
+        let (job, idx) = three_hosts(vec![
+            connect(2, 300, 300, "10.0.0.1", 40001),
+            connect(3, 301, 301, "10.0.0.1", 40001),
+        ]);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+    }
+
+    #[test]
+    fn the_roots_thread_alone_names_no_host() {
+        let (job, idx) = three_hosts(vec![connect(0, 100, 120, "172.17.0.1", 40001)]);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+        // Rank 0's main thread dials its own next (rank 1, on its host).
+        let (job, idx) = three_hosts(vec![connect(0, 100, 100, "172.17.0.1", 40001)]);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+    }
+
+    #[test]
+    fn a_next_rank_no_line_places_is_named_alone() {
+        // No line placed rank 2: rank 1's connect names the rank alone.
+        let (mut job, idx) = three_hosts(vec![connect(1, 200, 200, "172.17.0.1", 40001)]);
+        job.ranks.remove(&2);
+        assert!(ring_next_hosts(&job, &idx).is_empty(), "no world size");
+        job.world_size = Some(6);
+        let want = RingNext {
+            rank: 2,
+            host: None,
+            dialled_by: [1].into(),
+        };
+        assert_eq!(ring_next_hosts(&job, &idx).get("172.17.0.1"), Some(&want));
+    }
+
+    #[test]
+    fn disagreeing_successors_name_no_host() {
+        let (job, idx) = three_hosts(vec![
+            connect(1, 200, 200, "172.17.0.1", 40001),
+            connect(3, 300, 300, "172.17.0.1", 40002),
+        ]);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+    }
+}
