@@ -725,12 +725,12 @@ fn the_bootstrap_rings_next_rank_places_an_address_no_line_gives_nccl_2_20() {
             }
             if rank == 7 {
                 log.push_str(&connect(pid, 40321));
-                log.push_str(&format!(
+                log.push_str(
                     "[default3]:[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n\
                      [default3]:[rank7]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n\
                      [default3]:[rank7]: Last error:\n\
                      [default3]:[rank7]: socketStartConnect: Connect to 10.3.0.13<40321> failed : Connection timed out\n"
-                ));
+                );
             }
         }
         write(dir.path(), &format!("{host}/torchrun.log"), &log);
