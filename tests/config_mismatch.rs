@@ -533,7 +533,9 @@ fn a_host_whose_ib_channels_all_go_without_gpudirect_is_set_up_apart_nccl_2_18()
     assert_eq!(cm["host"], "gpu-03", "{cm:#}");
     let summary = cm["summary"].as_str().unwrap();
     assert!(summary.contains("GPUDirect RDMA"), "{summary}");
-    assert!(summary.contains("nvidia_peermem"), "{summary}");
+    assert!(summary.contains("host memory"), "{summary}");
+    let remedy = cm["remedy"].as_str().unwrap();
+    assert!(remedy.contains("modprobe nvidia-peermem"), "{remedy}");
 }
 
 #[test]

@@ -180,10 +180,15 @@ pub fn config_mismatch(ctx: &Ctx<'_>) -> Option<Hypothesis> {
     if let Some(network) = axes.iter().find(|a| a.what == NETWORK) {
         hosts_without_verbs(job, network, &mut h, &mut details);
     }
-    if axes.iter().any(|a| a.what == GDR) {
-        details.push(
-            "a host without GPUDirect RDMA lacks the peer-memory module (`lsmod | grep nvidia_peermem`; `modprobe nvidia-peermem`) or DMA-BUF support, and stages every transfer through host memory".into(),
-        );
+    // GPUDirect RDMA the only difference: its own texts (what the host
+    // lacks, the module to load).
+    let differing: Vec<&str> = axes
+        .iter()
+        .filter(|a| a.differs())
+        .map(|a| a.what.as_str())
+        .collect();
+    if differing == [GDR] {
+        h.value("variant", "gdr_use");
     }
     peer_mismatches(job, &mut h, &mut details);
     if axes[0].differs() {
