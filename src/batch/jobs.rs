@@ -5,7 +5,10 @@
 //! over paths relative to the root (`*/*` for `cluster/job-123/`), for
 //! archives laid out deeper. Job ids are the relative paths made safe for a
 //! folder name; fingerprints hash every file's path, size and modification
-//! time, so a rerun re-analyses only new or changed jobs.
+//! time, so a rerun re-analyses only new or changed jobs. A symbolic link
+//! at the jobs' level is a job where it leads to a folder or a file (an
+//! archive of links into the real storage); inside a job, links are not
+//! followed (`ingest::discover`).
 
 use std::path::{Path, PathBuf};
 
@@ -63,7 +66,7 @@ fn children(root: &Path) -> Result<Vec<String>, JobsError> {
     })?;
     Ok(entries
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_file()))
+        .filter(|e| e.file_type().is_ok_and(|t| is_job(&e.path(), t)))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|name| !name.starts_with('.'))
         .collect())
@@ -83,7 +86,7 @@ fn glob_matches(root: &Path, glob: &str) -> Result<Vec<String>, JobsError> {
         .sort_by_file_name()
         .into_iter()
         .filter_map(|e| e.ok())
-        .filter(|e| !e.file_type().is_symlink())
+        .filter(|e| is_job(e.path(), e.file_type()))
         .filter_map(|e| {
             e.path()
                 .strip_prefix(root)
@@ -92,6 +95,14 @@ fn glob_matches(root: &Path, glob: &str) -> Result<Vec<String>, JobsError> {
         })
         .filter(|rel| matcher.is_match(rel))
         .collect())
+}
+
+/// A folder or a file, or a link to one.
+fn is_job(path: &Path, file_type: std::fs::FileType) -> bool {
+    if file_type.is_symlink() {
+        return std::fs::metadata(path).is_ok_and(|m| m.is_dir() || m.is_file());
+    }
+    file_type.is_dir() || file_type.is_file()
 }
 
 /// A job id: the relative path without archive extensions, safe as a folder name.
@@ -152,6 +163,26 @@ pub fn in_shard(id: &str, k: u32, n: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_to_jobs_are_jobs_and_dangling_ones_are_not() {
+        let store = tempfile::tempdir().unwrap();
+        std::fs::create_dir(store.path().join("job-1")).unwrap();
+        std::fs::write(store.path().join("job-2.log"), "x").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("cluster")).unwrap();
+        for (link, to) in [("a", "job-1"), ("b.log", "job-2.log"), ("gone", "none")] {
+            std::os::unix::fs::symlink(store.path().join(to), root.path().join(link)).unwrap();
+            let deep = root.path().join("cluster").join(link);
+            std::os::unix::fs::symlink(store.path().join(to), deep).unwrap();
+        }
+        let ids = |glob| -> Vec<String> {
+            let jobs = find_jobs(root.path(), glob).unwrap();
+            jobs.into_iter().map(|j| j.id).collect()
+        };
+        assert_eq!(ids(None), ["a", "b.log", "cluster"]);
+        assert_eq!(ids(Some("cluster/*")), ["cluster_a", "cluster_b.log"]);
+    }
 
     #[test]
     fn ids_drop_archive_extensions_and_unsafe_characters() {
