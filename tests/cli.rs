@@ -371,3 +371,31 @@ fn trace_export_opens_as_trace_event_json() {
         .expect("the culprit's host sorts first");
     assert_eq!(culprit_sort["pid"], 2);
 }
+
+/// A host-wide cause lists its host's ranks as one run: NCCL 2.19.3, two
+/// hosts of four ranks, every rank of node002 refused pinned memory.
+#[test]
+fn the_terminal_lists_a_hosts_ranks_as_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    for r in 0..8u32 {
+        let host = format!("node{:03}", r / 4 + 1);
+        let (l, pid) = (r % 4, 7100 + r);
+        let mut text = format!(
+            "{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.19.3+cuda12.2\n\
+             {host}:{pid}:{pid} [{l}] NCCL INFO ncclCommInitRank comm 0x5a{r} rank {r} nranks 8 cudaDev {l} nvmlDev {l} busId {l}8000 commId 0x1f2e - Init START\n"
+        );
+        if r >= 4 {
+            text.push_str(&format!(
+                "{host}:{pid}:{} [{l}] misc/ibvwrap.cc:287 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory errno 12\n",
+                pid + 40
+            ));
+        }
+        std::fs::create_dir_all(job.join(&host)).unwrap();
+        std::fs::write(job.join(&host).join(format!("nccl.{host}.{pid}")), text).unwrap();
+    }
+    let (_, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", &job.display().to_string(), "-o", &out_s]);
+    let text = stdout(&o);
+    assert!(text.contains("stuck rank(s): 4–7 (node002)\n"), "{text}");
+}

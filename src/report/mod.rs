@@ -3,6 +3,7 @@
 
 pub mod html;
 pub mod json;
+mod rank_list;
 pub mod terminal;
 pub mod trace;
 

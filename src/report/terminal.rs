@@ -24,7 +24,7 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         let _ = writeln!(
             out,
             "  stuck rank(s): {}",
-            describe_ranks(input, &v.stuck_ranks)
+            super::rank_list::describe(input, &v.stuck_ranks, Some(8))
         );
     }
     if let Some(c) = &v.collective {
@@ -70,31 +70,6 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         );
     }
     out
-}
-
-fn describe_ranks(input: &ReportInput<'_>, ranks: &[u32]) -> String {
-    let parts: Vec<String> = ranks
-        .iter()
-        .take(8)
-        .map(|r| {
-            let info = input.job.ranks.get(r);
-            let mut s = r.to_string();
-            if let Some(h) = info.and_then(|i| i.host.as_deref()) {
-                let _ = write!(s, " ({h}");
-                if let Some(g) = info.and_then(|i| i.gpu_bus_id.as_deref()) {
-                    let _ = write!(s, ", GPU {g}");
-                }
-                s.push(')');
-            }
-            s
-        })
-        .collect();
-    let more = if ranks.len() > 8 {
-        format!(" and {} more", ranks.len() - 8)
-    } else {
-        String::new()
-    };
-    format!("{}{more}", parts.join(", "))
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -10,7 +10,7 @@ use askama::Template;
 use crate::diagnose::{Cause, Evidence, RankRow, Status};
 use crate::model::Skipped;
 
-use super::ReportInput;
+use super::{ReportInput, rank_list};
 
 mod network;
 mod ranks;
@@ -79,12 +79,7 @@ pub fn render(input: &ReportInput<'_>, data_json: &str) -> String {
             "No failure found in {} file(s): no timeouts, errors or process deaths.",
             input.job.files.len()
         ),
-        stuck: v
-            .stuck_ranks
-            .iter()
-            .map(|r| rank_label(input, *r))
-            .collect::<Vec<_>>()
-            .join(", "),
+        stuck: rank_list::describe(input, &v.stuck_ranks, None),
         collective: v.collective.as_ref().map(|c| {
             format!(
                 "{} · seq {} · process group {}",
@@ -116,15 +111,8 @@ fn headline(input: &ReportInput<'_>) -> String {
     }
     let who = match v.stuck_ranks.as_slice() {
         [] => "No single culprit rank".to_string(),
-        [r] => format!("Rank {}", rank_label(input, *r)),
-        rs => format!(
-            "Ranks {}",
-            rs.iter()
-                .take(6)
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        [r] => format!("Rank {}", rank_list::one(input, *r)),
+        rs => format!("Ranks {}", rank_list::describe(input, rs, Some(3))),
     };
     let what = match &v.collective {
         Some(c) => format!(
@@ -141,18 +129,6 @@ fn headline(input: &ReportInput<'_>) -> String {
         .map(|c| format!(" · {}", c.kind))
         .unwrap_or_default();
     format!("{who}{what}{why}")
-}
-
-fn rank_label(input: &ReportInput<'_>, rank: u32) -> String {
-    let info = input.job.ranks.get(&rank);
-    match (
-        info.and_then(|i| i.host.as_deref()),
-        info.and_then(|i| i.gpu_bus_id.as_deref()),
-    ) {
-        (Some(h), Some(g)) => format!("{rank} ({h}, GPU {g})"),
-        (Some(h), None) => format!("{rank} ({h})"),
-        _ => rank.to_string(),
-    }
 }
 
 fn cause_view(c: &Cause) -> CauseView {
