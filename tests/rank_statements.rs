@@ -143,3 +143,58 @@ fn one_placed_worker_does_not_make_a_merged_console_its_own_file_torch_2_1() {
     assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
+
+/// Lightning 1.2's lines as two nodes print them under one `srun` (no host
+/// prefix, interleaved), for the global ranks each node believes it holds.
+fn lightning_lines(nodes: &[u32], world: u32) -> String {
+    let mut log = String::new();
+    for local in 0..4u32 {
+        for &node in nodes {
+            let rank = node * 4 + local;
+            log.push_str(&format!(
+                "LOCAL_RANK: {local} - CUDA_VISIBLE_DEVICES: [0,1,2,3]\n\
+                 initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {}/{world}\n",
+                rank + 1
+            ));
+        }
+    }
+    log
+}
+
+/// lightning#4389's shape: `srun python train.py --num-nodes 2 --gpus 4`
+/// with one task per node; both nodes start as node 0, so ranks 0–3 are
+/// claimed twice and 4–7 never, and the group of 8 can never form.
+#[test]
+fn two_nodes_claiming_the_same_ranks_are_a_rank_layout_lightning_1_2() {
+    let v = common::verdict_of_owned(&[("srun_output.log".into(), lightning_lines(&[0, 0], 8))]);
+    let cause = common::assert_cause(&v, "config_mismatch", "ranks 4–7 by none");
+    assert!(
+        cause["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ranks 0–3 of a world of 8 claimed by two workers each"),
+        "{cause:#}"
+    );
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}
+
+/// Every rank claimed once, or one node's log kept twice in the job folder
+/// (a copy beside the original): nothing collides.
+#[test]
+fn ranks_claimed_once_or_a_log_kept_twice_collide_in_nothing_lightning_1_2() {
+    let whole = lightning_lines(&[0, 1], 8);
+    let v = common::verdict_of_owned(&[("srun_output.log".into(), whole)]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"config_mismatch"),
+        "{v:#}"
+    );
+    let half = lightning_lines(&[0], 8);
+    let v = common::verdict_of_owned(&[
+        ("node1.log".into(), half.clone()),
+        ("copy/node1.log".into(), half),
+    ]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"config_mismatch"),
+        "{v:#}"
+    );
+}

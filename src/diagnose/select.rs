@@ -250,6 +250,13 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && kind == CauseKind::CollectiveMismatch {
         return Status::Hang;
     }
+    // A launch whose ranks do not fit (two workers claiming one rank, ranks
+    // claimed by none) cannot form its process group, whether or not the
+    // logs kept the wait's end.
+    let rank_layout = choice.best.values.get("variant").map(String::as_str) == Some("rank_layout");
+    if !failed && rank_layout && !init_completed(ctx) {
+        return Status::InitFailure;
+    }
     // A known defect's signature in a log that stops before any failure: the
     // job was headed for it, but whether it failed the logs do not say.
     if !failed && kind == CauseKind::NcclBug {

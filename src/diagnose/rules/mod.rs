@@ -35,6 +35,7 @@ mod passed_over;
 mod peer_path;
 mod process;
 mod progress;
+mod rank_claims;
 mod ras_report;
 mod setup;
 mod shared_hostname;
@@ -91,6 +92,7 @@ pub fn hypotheses(
                 .chain(duplicate_gpu::shared_gpu(ctx))
                 .chain(shared_hostname::one_name_two_machines(ctx))
                 .chain(invalid_rank::rank_outside_the_world(ctx))
+                .chain(rank_claims::colliding_rank_claims(ctx))
                 .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
                 .chain(nccl_cuda::hypotheses(ctx))
