@@ -191,10 +191,41 @@ fn ranks_claimed_once_or_a_log_kept_twice_collide_in_nothing_lightning_1_2() {
     let half = lightning_lines(&[0], 8);
     let v = common::verdict_of_owned(&[
         ("node1.log".into(), half.clone()),
-        ("copy/node1.log".into(), half),
+        ("copy/node1.log".into(), half.clone()),
     ]);
     assert!(
         !common::cause_kinds(&v).contains(&"config_mismatch"),
         "{v:#}"
+    );
+    // One node's log of a job requeued onto it, appended to: two whole
+    // rounds of claims, one after the other.
+    let v = common::verdict_of_owned(&[("node1.log".into(), format!("{half}{half}"))]);
+    assert!(
+        !common::cause_kinds(&v).contains(&"config_mismatch"),
+        "{v:#}"
+    );
+}
+
+/// One log per host, each host's workers prefixed by it (`node001: `):
+/// both hosts claim ranks 0–3.
+#[test]
+fn two_hosts_claiming_the_same_ranks_are_a_rank_layout_lightning_2_1() {
+    let mut files = Vec::new();
+    for host in ["node001", "node002"] {
+        let text: String = (0..4u32)
+            .map(|r| {
+                format!(
+                    "{host}: Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {}/8\n",
+                    r + 1
+                )
+            })
+            .collect();
+        files.push((format!("{host}.log"), text));
+    }
+    let v = common::verdict_of_owned(&files);
+    common::assert_cause(
+        &v,
+        "config_mismatch",
+        "ranks 0–3 of a world of 8 claimed by two workers each",
     );
 }

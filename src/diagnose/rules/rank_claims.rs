@@ -26,11 +26,7 @@ pub fn colliding_rank_claims(ctx: &Ctx<'_>) -> Option<Hypothesis> {
         .max()
         .or(job.world_size)?;
     let by_rank = claims_by_rank(&claims);
-    let twice: Vec<u32> = by_rank
-        .iter()
-        .filter(|(_, lines)| claimed_twice(job, lines))
-        .map(|(&rank, _)| rank)
-        .collect();
+    let twice: Vec<u32> = colliding(job, &claims).into_iter().collect();
     let unclaimed: Vec<u32> = (0..world).filter(|r| !by_rank.contains_key(r)).collect();
     if twice.is_empty() || unclaimed.is_empty() {
         return None;
@@ -81,21 +77,52 @@ fn claims_by_rank(claims: &[Claim]) -> BTreeMap<u32, Vec<EventIdx>> {
     out
 }
 
-/// Two lines of one file, or of two processes: not one line kept twice
-/// (a log and its copy, both in the job folder).
-fn claimed_twice(job: &Job, lines: &[EventIdx]) -> bool {
-    let files: BTreeSet<FileId> = lines.iter().map(|&i| job.events[i].origin.file).collect();
-    let writers: BTreeSet<(Option<&str>, Option<u32>)> = lines
-        .iter()
-        .map(|&i| {
-            let who = &job.events[i].who;
-            (who.host.as_deref(), who.pid)
-        })
+/// Ranks two workers claimed at once: twice in a file whose claims
+/// interleave (a second claim of one rank before another rank's first,
+/// as two processes' output mixes), or from two hosts. A file that holds
+/// its claims twice in two whole rounds is a restart (a requeued job
+/// appending to its log), and one log kept in two copies names no writer
+/// twice.
+fn colliding(job: &Job, claims: &[Claim]) -> BTreeSet<u32> {
+    let mut by_file: BTreeMap<FileId, Vec<u32>> = BTreeMap::new();
+    let mut hosts: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
+    for c in claims {
+        let ev = &job.events[c.idx];
+        by_file.entry(ev.origin.file).or_default().push(c.rank);
+        if let Some(host) = job.host_of_event(ev) {
+            hosts.entry(c.rank).or_default().insert(host);
+        }
+    }
+    let mut out: BTreeSet<u32> = hosts
+        .into_iter()
+        .filter(|(_, h)| h.len() > 1)
+        .map(|(rank, _)| rank)
         .collect();
-    let one_file_twice = lines.len() > files.len();
-    let two_known_writers =
-        writers.len() > 1 && writers.iter().all(|w| w.0.is_some() || w.1.is_some());
-    one_file_twice || two_known_writers
+    for ranks in by_file.values() {
+        out.extend(interleaved_repeats(ranks));
+    }
+    out
+}
+
+/// The ranks repeated in `ranks` (one file's claims in line order), where
+/// a rank not yet seen follows the first repeat.
+fn interleaved_repeats(ranks: &[u32]) -> BTreeSet<u32> {
+    let mut seen = BTreeSet::new();
+    let Some(first_repeat) = ranks.iter().position(|r| !seen.insert(*r)) else {
+        return BTreeSet::new();
+    };
+    let mut before: BTreeSet<u32> = ranks[..first_repeat].iter().copied().collect();
+    if !ranks[first_repeat..].iter().any(|r| !before.contains(r)) {
+        return BTreeSet::new();
+    }
+    let mut repeated = BTreeSet::new();
+    before.clear();
+    for &r in ranks {
+        if !before.insert(r) {
+            repeated.insert(r);
+        }
+    }
+    repeated
 }
 
 /// `ranks 0–3`, `rank 5`.
@@ -116,6 +143,18 @@ fn rank_words(ranks: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeats_count_only_where_claims_interleave() {
+        assert_eq!(
+            interleaved_repeats(&[1, 1, 2, 2, 3, 3, 0, 0]),
+            [0, 1, 2, 3].into()
+        );
+        // Two whole rounds: a restart appending to the log.
+        assert!(interleaved_repeats(&[0, 1, 2, 3, 0, 1, 2, 3]).is_empty());
+        assert!(interleaved_repeats(&[0, 1, 2, 3]).is_empty());
+        assert_eq!(interleaved_repeats(&[0, 1, 0, 2]), [0].into());
+    }
 
     #[test]
     fn rank_words_join_a_run() {
