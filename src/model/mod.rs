@@ -9,6 +9,7 @@ pub mod fields;
 pub mod intern;
 pub mod job;
 pub mod kernel;
+pub mod rank_ranges;
 pub mod stacks;
 pub mod sym;
 pub mod sys;
@@ -22,6 +23,7 @@ pub use job::{
     CallTrace, Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints,
     PeerLink, PgRankState, RankInfo, Skipped,
 };
+pub use rank_ranges::rank_ranges;
 pub use stacks::{StackDump, StackFormat, StackThread};
 pub use sym::Sym;
 pub use sys::{

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::ReportInput;
+use crate::model::rank_ranges;
 
 /// `ranks` (sorted) described; at most `max_runs` runs by host, the rest
 /// counted (`and 120 more`).
@@ -26,8 +27,8 @@ pub fn describe(input: &ReportInput<'_>, ranks: &[u32], max_runs: Option<usize>)
         .iter()
         .take(max)
         .map(|(host, list)| match host {
-            Some(h) => format!("{} ({h})", ranges(list)),
-            None => ranges(list),
+            Some(h) => format!("{} ({h})", rank_ranges(list)),
+            None => rank_ranges(list),
         })
         .collect();
     let left: usize = runs.iter().skip(max).map(|r| r.1.len()).sum();
@@ -48,36 +49,5 @@ pub fn one(input: &ReportInput<'_>, rank: u32) -> String {
         (Some(h), Some(g)) => format!("{rank} ({h}, GPU {g})"),
         (Some(h), None) => format!("{rank} ({h})"),
         _ => rank.to_string(),
-    }
-}
-
-/// `1, 3, 4, 6–8`: sorted ranks, runs of three or more joined.
-fn ranges(ranks: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        parts.push(match j - i {
-            0 => ranks[i].to_string(),
-            1 => format!("{}, {}", ranks[i], ranks[j]),
-            _ => format!("{}–{}", ranks[i], ranks[j]),
-        });
-        i = j + 1;
-    }
-    parts.join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn runs_of_three_or_more_consecutive_ranks_are_joined() {
-        assert_eq!(ranges(&[48, 49, 50, 51, 52, 53, 54, 55]), "48–55");
-        assert_eq!(ranges(&[1, 3, 4, 6, 7, 8, 12]), "1, 3, 4, 6–8, 12");
-        assert_eq!(ranges(&[]), "");
     }
 }

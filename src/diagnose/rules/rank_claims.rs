@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, EventIdx, EventKind, FileId, Job};
+use crate::model::{CauseKind, EventIdx, EventKind, FileId, Job, rank_ranges};
 
 use super::Ctx;
 
@@ -129,14 +129,7 @@ fn interleaved_repeats(ranks: &[u32]) -> BTreeSet<u32> {
 fn rank_words(ranks: &[u32]) -> String {
     match ranks {
         [one] => format!("rank {one}"),
-        [first, .., last] if (last - first) as usize + 1 == ranks.len() => {
-            format!("ranks {first}–{last}")
-        }
-        _ => {
-            let list: Vec<String> = ranks.iter().take(8).map(u32::to_string).collect();
-            let more = if ranks.len() > 8 { ", …" } else { "" };
-            format!("ranks {}{more}", list.join(", "))
-        }
+        _ => format!("ranks {}", rank_ranges(ranks)),
     }
 }
 
@@ -161,5 +154,6 @@ mod tests {
         assert_eq!(rank_words(&[4, 5, 6, 7]), "ranks 4–7");
         assert_eq!(rank_words(&[2]), "rank 2");
         assert_eq!(rank_words(&[1, 3]), "ranks 1, 3");
+        assert_eq!(rank_words(&[0, 1, 2, 9]), "ranks 0–2, 9");
     }
 }
