@@ -757,3 +757,60 @@ fn the_bootstrap_rings_next_rank_places_an_address_no_line_gives_nccl_2_20() {
         "{why}"
     );
 }
+
+/// `ip addr` as iproute2 prints it on a host with `addr` on eth0 and
+/// Docker's bridge beside it.
+fn ip_addr(addr: &str) -> String {
+    format!(
+        "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000\n    \
+         link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n    \
+         inet 127.0.0.1/8 scope host lo\n       valid_lft forever preferred_lft forever\n\
+         2: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP group default qlen 1000\n    \
+         link/ether 0c:42:a1:2b:3c:4d brd ff:ff:ff:ff:ff:ff\n    \
+         inet {addr}/24 brd 10.3.0.255 scope global eth0\n       valid_lft forever preferred_lft forever\n\
+         3: docker0: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue state DOWN group default\n    \
+         link/ether 02:42:5e:11:22:33 brd ff:ff:ff:ff:ff:ff\n    \
+         inet 172.17.0.1/16 brd 172.17.255.255 scope global docker0\n       valid_lft forever preferred_lft forever\n"
+    )
+}
+
+/// NCCL 2.19.3 at WARN, four hosts of two ranks: node001's ranks cannot
+/// reach `peer` (one listener, so no ring rule places it), the others print
+/// nothing; each host's `ip addr` was collected beside its logs.
+fn refused_with_snapshots(peer: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 1..=4u32 {
+        let host = format!("node{n:03}");
+        write(
+            dir.path(),
+            &format!("{host}/ip_addr.txt"),
+            &ip_addr(&format!("10.3.0.{}", 10 + n)),
+        );
+        for l in 0..2u32 {
+            let pid = 4100 + n * 2 + l;
+            let mut text =
+                format!("{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.19.3+cuda12.2\n");
+            if n == 1 {
+                text.push_str(&format!(
+                    "{host}:{pid}:{pid} [{l}] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {peer}<40821> failed : Connection refused\n"
+                ));
+            }
+            write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+        }
+    }
+    common::analyze_to_json(dir.path())
+}
+
+/// iproute2's `ip addr` from each host says whose address the refused one
+/// is; Docker's bridge address, which every host lists, names none.
+#[test]
+fn each_hosts_ip_addr_says_whose_address_refused_iproute2() {
+    let doc = refused_with_snapshots("10.3.0.13");
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "firewall", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+    let doc = refused_with_snapshots("172.17.0.1");
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
+    assert_eq!(cause["host"], Value::Null, "{cause:#}");
+}

@@ -289,6 +289,9 @@ event_kinds! {
     /// How big a host's /dev/shm is, as a tool reported it (`df`, Ray's
     /// start-up warning): `bytes`.
     ShmSize => "shm_size",
+    /// An address a host's own tool lists for one of its interfaces
+    /// (`ip addr`, `ip -br addr`, `ifconfig`): `ip`, its `scope`.
+    HostAddress => "host_address",
     /// A native backtrace's frame in NCCL's own code (UCX's `==== backtrace`
     /// after a fatal signal): `func`.
     NcclNativeFrame => "nccl_native_frame",

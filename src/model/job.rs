@@ -64,6 +64,8 @@ pub struct HostInfo {
     pub ranks: BTreeSet<u32>,
     /// Socket interfaces NCCL listed (`eth0:10.0.0.1`).
     pub socket_ifaces: BTreeSet<String>,
+    /// Global addresses the host's own tools listed (`ip addr`, `ifconfig`).
+    pub listed_ips: BTreeSet<String>,
     pub nccl_versions: BTreeSet<String>,
 }
 
@@ -199,6 +201,9 @@ pub struct Job {
     pub ranks: BTreeMap<u32, RankInfo>,
     /// Peer addresses (IPs, reverse-DNS names) → host.
     pub addr_hosts: BTreeMap<String, String>,
+    /// Addresses hosts' own tools listed (`ip addr`) → the hosts listing
+    /// each: one host's where only one does (see `listed_host_of`).
+    pub listed_addrs: BTreeMap<String, BTreeSet<String>>,
     pub nccl_versions: BTreeSet<String>,
     pub torch_version: Option<String>,
     /// NCCL_* settings seen, with every value and the ranks (or hosts) that had it.
@@ -333,6 +338,16 @@ impl Job {
             .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
     }
 
+    /// The one host whose own tools list `addr` among its addresses; none
+    /// where several do (docker0's 172.17.0.1 on every host).
+    pub fn listed_host_of(&self, addr: &str) -> Option<&str> {
+        let addr = addr.trim_start_matches("::ffff:");
+        match self.listed_addrs.get(addr)?.iter().collect::<Vec<_>>()[..] {
+            [one] => Some(one.as_str()),
+            _ => None,
+        }
+    }
+
     /// A rank's host as NCCL prints it (the short name), where known;
     /// borrowed (the tree links and the fabric rules ask per edge).
     pub fn short_host_of_rank(&self, rank: u32) -> Option<&str> {
@@ -387,7 +402,7 @@ impl Job {
         let addressed: BTreeSet<String> = self
             .hosts
             .iter()
-            .filter(|(_, info)| !info.ips.is_empty())
+            .filter(|(_, info)| !info.ips.is_empty() || !info.listed_ips.is_empty())
             .map(|(h, _)| short(h))
             .chain(self.addr_hosts.values().map(|h| short(h)))
             .collect();

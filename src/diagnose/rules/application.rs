@@ -375,7 +375,7 @@ fn mismatch_detail(ctx: &Ctx<'_>, ev: &crate::model::Event) -> String {
     let size = |f| ev.int(f).map_or("?".to_string(), |n| n.to_string());
     let peer = ev
         .text_field("peer")
-        .map(|peer| ctx.job.host_of_addr(peer).unwrap_or(peer));
+        .map(|peer| ctx.host_of_addr(peer).unwrap_or(peer));
     // The socket transport's receiver reports it: what came, what it posted.
     if ev.int("sent_size").is_some() {
         let from = peer.map(|p| format!(" from {p}")).unwrap_or_default();

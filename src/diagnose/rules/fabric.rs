@@ -129,7 +129,7 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     // After the findings: the loss may be a small MTU's, whose port only a
     // snapshot names.
     if let Some(host) = loss_at {
-        unanswered_sends_to(ctx.job, host, &mut by_place);
+        unanswered_sends_to(ctx, host, &mut by_place);
     }
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
     for h in &mut out {
@@ -266,8 +266,8 @@ fn lone_small_mtu(findings: &[FabricFinding]) -> Option<&str> {
 /// Victims whose transfers to an address no log maps ran out of retries
 /// back the lone host that shows the loss on receive, or the one port
 /// whose MTU drops large packets: their sends went unanswered there.
-fn unanswered_sends_to(job: &Job, receiver: &str, by_place: &mut BTreeMap<Place, Hypothesis>) {
-    let reports: Vec<Report> = completion_reports(job)
+fn unanswered_sends_to(ctx: &Ctx<'_>, receiver: &str, by_place: &mut BTreeMap<Place, Hypothesis>) {
+    let reports: Vec<Report> = completion_reports(ctx)
         .into_iter()
         .filter(|r| r.peer_host.is_none() && r.host.as_deref() != Some(receiver))
         .filter(|r| matches!(r.status, Some(RETRY_EXC_ERR | RNR_RETRY_EXC_ERR)))

@@ -21,7 +21,7 @@ const LOC_PROT_ERR: i64 = 4;
 const CITED: usize = 6;
 
 pub fn broken_gpudirect(ctx: &Ctx<'_>) -> Option<Hypothesis> {
-    let reports: Vec<_> = completion_reports(ctx.job)
+    let reports: Vec<_> = completion_reports(ctx)
         .into_iter()
         .filter(|r| r.status == Some(LOC_PROT_ERR))
         .collect();

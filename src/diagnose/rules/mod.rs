@@ -61,6 +61,22 @@ pub struct Ctx<'a> {
     pub kb: &'a Knowledge,
 }
 
+impl Ctx<'_> {
+    /// The host an address is: NCCL's own lines first (a host that printed
+    /// it as its own), else the one host whose tools list it (`ip addr`),
+    /// unless it lies in a network every host has its own copy of.
+    pub fn host_of_addr(&self, addr: &str) -> Option<&str> {
+        self.job.host_of_addr(addr).or_else(|| {
+            self.kb
+                .local_only
+                .network_of(addr)
+                .is_none()
+                .then(|| self.job.listed_host_of(addr))
+                .flatten()
+        })
+    }
+}
+
 /// One family of rules, run over the shared, read-only context.
 type RuleFamily<'r> = &'r (dyn Fn() -> Vec<Hypothesis> + Sync);
 

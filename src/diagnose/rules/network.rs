@@ -44,7 +44,8 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out
 }
 
-pub(super) fn completion_reports(job: &Job) -> Vec<Report> {
+pub(super) fn completion_reports(ctx: &Ctx<'_>) -> Vec<Report> {
+    let job = ctx.job;
     let all: Vec<Report> = job
         .events
         .iter()
@@ -57,7 +58,7 @@ pub(super) fn completion_reports(job: &Job) -> Vec<Report> {
             status: e.int("status"),
             peer_host: e
                 .text_field("peer")
-                .and_then(|p| job.host_of_addr(p))
+                .and_then(|p| ctx.host_of_addr(p))
                 .or_else(|| host_of_gid(job, e.text_field("remote_gid")?))
                 .map(str::to_string)
                 .or_else(|| sole_send_peer_host(job, e.who.rank?))
@@ -74,7 +75,7 @@ pub(super) fn completion_reports(job: &Job) -> Vec<Report> {
 }
 
 fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
-    let reports = completion_reports(ctx.job);
+    let reports = completion_reports(ctx);
     let first = reports.first()?;
     let status = most_common(reports.iter().filter_map(|r| r.status)).or(first.status);
     let kind = match status {
@@ -476,7 +477,6 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             continue;
         }
         let host = ctx
-            .job
             .host_of_addr(peer)
             .map(str::to_string)
             .unwrap_or_else(|| crate::model::build::short_host_of(peer));

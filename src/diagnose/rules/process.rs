@@ -371,7 +371,7 @@ fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
         let Some(peer) = ev.text_field("peer") else {
             continue;
         };
-        let names_host = ctx.job.host_of_addr(peer) == Some(host.as_str());
+        let names_host = ctx.host_of_addr(peer) == Some(host.as_str());
         if names_host && ev.who.host.as_deref() != Some(host.as_str()) {
             h.support(
                 Source::Nccl,

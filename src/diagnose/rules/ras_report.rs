@@ -189,7 +189,7 @@ fn add_dead_processes(ctx: &Ctx<'_>, sections: &[Section], h: &mut Hypothesis) -
                     h.ranks.insert(r);
                 }
                 None if h.host.is_none() => {
-                    h.host = Some(ctx.job.host_of_addr(node).unwrap_or(node).to_string());
+                    h.host = Some(ctx.host_of_addr(node).unwrap_or(node).to_string());
                 }
                 None => {}
             }
@@ -211,7 +211,7 @@ fn rank_of_process(ctx: &Ctx<'_>, pid: i64, node: &str) -> Option<u32> {
         })
         .and_then(|(_, e)| u32::try_from(e.int("rank")?).ok());
     from_report.or_else(|| {
-        let host = ctx.job.host_of_addr(node).unwrap_or(node);
+        let host = ctx.host_of_addr(node).unwrap_or(node);
         ctx.job
             .ranks
             .values()
@@ -237,7 +237,7 @@ fn place(ctx: &Ctx<'_>, h: &mut Hypothesis) {
             .iter()
             .filter_map(|s| s.event)
             .find_map(|i| ctx.job.events[i].text_field("node"));
-        h.host = node.map(|n| ctx.job.host_of_addr(n).unwrap_or(n).to_string());
+        h.host = node.map(|n| ctx.host_of_addr(n).unwrap_or(n).to_string());
     }
 }
 

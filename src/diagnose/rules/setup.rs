@@ -282,7 +282,7 @@ fn roce_retries_without_a_peer(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hyp
         .filter(|(_, e)| e.kind == EventKind::IbCompletionError && e.int("status") == Some(12))
         .filter(|(_, e)| {
             e.text_field("peer")
-                .and_then(|p| job.host_of_addr(p))
+                .and_then(|p| ctx.host_of_addr(p))
                 .is_none()
         })
         .map(|(i, _)| i)

@@ -216,7 +216,7 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .unwrap_or("")
             .to_ascii_lowercase();
         let peer = ev.text_field("peer").map(|p| {
-            job.host_of_addr(p)
+            ctx.host_of_addr(p)
                 .map(str::to_string)
                 .unwrap_or_else(|| p.to_string())
         });

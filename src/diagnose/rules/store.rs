@@ -65,7 +65,7 @@ pub fn unreachable_store(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 }
             }
             None => {
-                let target = job.host_of_addr(peer).unwrap_or(peer).to_string();
+                let target = ctx.host_of_addr(peer).unwrap_or(peer).to_string();
                 for (h, w) in [(&mut fw, fw_w), (&mut iface, iface_w)] {
                     h.host = h.host.take().or_else(|| Some(target.clone()));
                     h.peer_host = h.peer_host.take().or_else(|| reporter.clone());

@@ -46,7 +46,10 @@ pub fn collect(job: &mut Job, links: &[PeerLink], distinct: Vec<NetLink>) {
         .events_where(|k| {
             matches!(
                 k,
-                EventKind::NcclBootstrapIface | EventKind::NcclNetIb | EventKind::NcclNetSocket
+                EventKind::NcclBootstrapIface
+                    | EventKind::NcclNetIb
+                    | EventKind::NcclNetSocket
+                    | EventKind::HostAddress
             )
         })
         .map(|(i, _)| i)
@@ -73,6 +76,13 @@ pub fn collect(job: &mut Job, links: &[PeerLink], distinct: Vec<NetLink>) {
                     add_addr(job, h, &ip);
                 }
                 add_ib_devices(job, host.as_deref(), rank, devices);
+            }
+            EventKind::HostAddress => {
+                let global = ev.text_field("scope") == Some("global");
+                if let (Some(h), Some(ip), true) = (host, ev.text_field("ip"), global) {
+                    let ip = ip.to_string();
+                    list_addr(job, &h, ip);
+                }
             }
             EventKind::NcclNetSocket => {
                 let Some(h) = host else { continue };
@@ -104,6 +114,21 @@ fn add_addr(job: &mut Job, host: &str, addr: &str) {
     if !job.addr_hosts.contains_key(addr) {
         job.addr_hosts.insert(addr.to_string(), host.to_string());
     }
+}
+
+/// An address a host's own tool listed; loopback names no host.
+fn list_addr(job: &mut Job, host: &str, ip: String) {
+    let loopback = ip
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|a| a.is_loopback() || a.is_unspecified());
+    if loopback {
+        return;
+    }
+    host_entry(job, host).listed_ips.insert(ip.clone());
+    job.listed_addrs
+        .entry(ip)
+        .or_default()
+        .insert(host.to_string());
 }
 
 /// One HCA of a `NET/IB : Using` list.

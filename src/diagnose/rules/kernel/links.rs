@@ -157,7 +157,7 @@ fn add_victims(
         let reporter = ev.who.host.as_deref();
         let names_host = completion
             && reporter != Some(host)
-            && ev.text_field("peer").and_then(|p| job.host_of_addr(p)) == Some(host);
+            && ev.text_field("peer").and_then(|p| ctx.host_of_addr(p)) == Some(host);
         let own_port = reporter == Some(host)
             && ev.text_field("hca").is_some()
             && ev.text_field("hca") == place.ibdev.as_deref();
