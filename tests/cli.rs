@@ -398,4 +398,55 @@ fn the_terminal_lists_a_hosts_ranks_as_one_run() {
     let o = ncclpm(&["analyze", &job.display().to_string(), "-o", &out_s]);
     let text = stdout(&o);
     assert!(text.contains("stuck rank(s): 4–7 (node002)\n"), "{text}");
+    let html = std::fs::read_to_string(tmp.path().join("report/report.html")).unwrap();
+    assert!(html.contains("<dd>4–7 (node002)</dd>"), "verdict list");
+    assert!(html.contains("Ranks 4–7 (node002) · "), "headline");
+}
+
+/// An init failure's call has no sequence number or group: the headline
+/// names the call alone (torch 2.3's traceback of a failed barrier).
+#[test]
+fn an_init_failures_headline_names_its_call_without_placeholders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    let mut log = String::new();
+    for r in 0..2u32 {
+        log.push_str(&format!(
+            "[rank{r}]: Traceback (most recent call last):\n\
+             [rank{r}]:   File \"/workspace/train.py\", line 41, in <module>\n\
+             [rank{r}]:     dist.barrier()\n\
+             [rank{r}]:   File \"/usr/local/lib/python3.10/dist-packages/torch/distributed/c10d_logger.py\", line 75, in wrapper\n\
+             [rank{r}]:     return func(*args, **kwargs)\n\
+             [rank{r}]:   File \"/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py\", line 3683, in barrier\n\
+             [rank{r}]:     work = default_pg.barrier(opts=opts)\n\
+             [rank{r}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n\
+             [rank{r}]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n\
+             [rank{r}]: Last error:\n\
+             [rank{r}]: socketStartConnect: Connect to 10.3.0.13<40321> failed : Connection refused\n"
+        ));
+    }
+    std::fs::write(job.join("train.log"), log).unwrap();
+    let (out, out_s) = out_dir(&tmp);
+    let o = ncclpm(&["analyze", &job.display().to_string(), "-o", &out_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let c = &report["verdict"]["collective"];
+    assert_eq!(c["op"], "BARRIER", "{c:#}");
+    assert!(c["seq"].is_null(), "{c:#}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let title = html
+        .split("<title>")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap();
+    assert!(!title.contains("#?") && !title.contains("pg ?"), "{title}");
+    assert!(
+        stdout(&o).contains("  collective:    BARRIER\n"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -28,13 +28,15 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         );
     }
     if let Some(c) = &v.collective {
-        let _ = writeln!(
-            out,
-            "  collective:    {} seq {} pg {}",
-            c.op.as_deref().unwrap_or("?"),
-            c.seq.map_or("?".to_string(), |s| s.to_string()),
-            c.pg.as_deref().unwrap_or("?")
-        );
+        // A call that failed at set-up has no sequence number or group.
+        let mut line = format!("  collective:    {}", c.op.as_deref().unwrap_or("?"));
+        if let Some(seq) = c.seq {
+            let _ = write!(line, " seq {seq}");
+        }
+        if let Some(pg) = &c.pg {
+            let _ = write!(line, " pg {pg}");
+        }
+        let _ = writeln!(out, "{line}");
     }
     if let Some(cause) = &v.cause {
         let _ = writeln!(

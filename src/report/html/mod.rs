@@ -114,13 +114,19 @@ fn headline(input: &ReportInput<'_>) -> String {
         [r] => format!("Rank {}", rank_list::one(input, *r)),
         rs => format!("Ranks {}", rank_list::describe(input, rs, Some(3))),
     };
+    // A call that failed at set-up has no sequence number or group: the
+    // headline names what is known, not placeholders.
     let what = match &v.collective {
-        Some(c) => format!(
-            " · {} #{} (pg {})",
-            c.op.as_deref().unwrap_or("collective"),
-            c.seq.map_or("?".into(), |s| s.to_string()),
-            c.pg.as_deref().unwrap_or("?")
-        ),
+        Some(c) => {
+            let mut s = format!(" · {}", c.op.as_deref().unwrap_or("collective"));
+            if let Some(seq) = c.seq {
+                s.push_str(&format!(" #{seq}"));
+            }
+            if let Some(pg) = &c.pg {
+                s.push_str(&format!(" (pg {pg})"));
+            }
+            s
+        }
         None => String::new(),
     };
     let why = v
