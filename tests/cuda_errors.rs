@@ -421,3 +421,28 @@ fn nvmls_gpu_requires_reset_is_a_gpu_fault_nvml() {
     let summary = v["cause"]["summary"].as_str().unwrap();
     assert!(summary.contains("NVML: GPU requires reset"), "{summary}");
 }
+
+/// NCCL's example NCCLCHECK as FasterTransformer (and lmdeploy's TurboMind,
+/// TensorRT-LLM's tests) copied it, under mpirun: the rank that printed
+/// `Failed, NCCL error FILE:LINE 'ERROR'` raised on its own NCCL error after
+/// rank 1 died of a signal; it is a victim, not a second crash.
+#[test]
+fn a_programs_ncclcheck_failure_is_its_own_nccl_error_fastertransformer_5() {
+    let log = "\
+[1,0]<stdout>:Failed, NCCL error /workspace/FasterTransformer/src/fastertransformer/utils/nccl_utils.cc:110 'remote process exited or there was a network error'
+[1,1]<stderr>:[node2:12345] *** Process received signal ***
+[1,1]<stderr>:[node2:12345] Signal: Segmentation fault (11)
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun noticed that process rank 1 with PID 12345 on node node2 exited on signal 11 (Segmentation fault).
+--------------------------------------------------------------------------
+";
+    let doc = common::report_of(&[("mpirun.log", log)]);
+    let v = &doc["verdict"];
+    common::assert_cause(v, "process_crash", "Segmentation fault");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+    assert_eq!(common::rank_row(&doc, 0)["state"], "error", "{doc:#}");
+}

@@ -243,13 +243,14 @@ fn p2p_disabled(job: &Job) -> bool {
         .is_some_and(|values| values.keys().any(|v| v.trim() == "1"))
 }
 
-/// `ACSCtl:` lines with source validation or request redirection on.
+/// A warning that the kernel runs without `iommu=pt`.
 fn iommu_translating(job: &Job) -> Option<EventIdx> {
     job.events_where(|k| k == EventKind::IommuTranslating)
         .find(|(_, e)| e.text_field("option") == Some("iommu=pt"))
         .map(|(idx, _)| idx)
 }
 
+/// `ACSCtl:` lines with source validation or request redirection on.
 fn acs_on(job: &Job) -> Vec<EventIdx> {
     job.events_where(|k| k == EventKind::PciAcs)
         .filter(|(_, e)| {
