@@ -294,7 +294,8 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 }
 
 fn merge(args: MergeArgs) -> Result<ExitCode> {
-    let rows = ncclpm::batch::merge(&args.shards, &args.out)?;
+    let knowledge = Knowledge::builtin().context("cannot load the knowledge base")?;
+    let rows = ncclpm::batch::merge(&args.shards, &args.out, &knowledge)?;
     println!(
         "{} job(s) merged into {}",
         rows.len(),

@@ -60,7 +60,11 @@ Fatal Python error: Aborted
 ";
     let doc = common::report_of(&[("rank0.log", rank0), ("rank1.log", rank1)]);
     assert_eq!(common::rank_row(&doc, 0)["state"], "error", "{doc:#}");
-    assert_eq!(doc["verdict"]["stuck_ranks"], serde_json::json!([1]), "{doc:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([1]),
+        "{doc:#}"
+    );
 }
 
 /// The warning XLA quotes is NCCL's own (`Call to ibv_reg_mr failed with

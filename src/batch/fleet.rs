@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::summary::JobRow;
+use crate::grammar::knowledge::{Knowledge, PeerRole};
+use crate::model::CauseKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Offender {
@@ -30,8 +32,10 @@ pub struct Fleet {
     pub offenders: Vec<Offender>,
 }
 
-/// Every entity a job's verdict blames, with its kind and host.
-fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
+/// Every entity a job's verdict blames, with its kind and host. A pair of
+/// hosts is a link only where the cause puts the fault on the path between
+/// them; a firewall's or a crash's peer merely saw it.
+fn implicated(row: &JobRow, kb: &Knowledge) -> Vec<(&'static str, String, String)> {
     let Some(host) = row.host.clone() else {
         return Vec::new();
     };
@@ -43,7 +47,12 @@ fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
     if let Some(gpu) = &row.gpu_bus_id {
         out.push(("gpu", format!("{host} GPU {gpu}"), host.clone()));
     }
-    if let Some(peer) = row.peer_host.as_ref().filter(|p| **p != host) {
+    let on_path = row
+        .cause
+        .as_deref()
+        .and_then(CauseKind::from_name)
+        .is_some_and(|kind| kb.cause(kind).peer == PeerRole::Path);
+    if let Some(peer) = row.peer_host.as_ref().filter(|p| on_path && **p != host) {
         let (a, b) = if host < *peer {
             (&host, peer)
         } else {
@@ -58,13 +67,13 @@ fn implicated(row: &JobRow) -> Vec<(&'static str, String, String)> {
 type JobsById<'a> = BTreeMap<&'a str, &'a JobRow>;
 
 /// Aggregates the rows into repeat offenders (two or more jobs).
-pub fn fleet(rows: &[JobRow]) -> Fleet {
+pub fn fleet(rows: &[JobRow], kb: &Knowledge) -> Fleet {
     let mut by_key: BTreeMap<(&'static str, String), (String, JobsById<'_>)> = BTreeMap::new();
     for row in rows
         .iter()
         .filter(|r| r.error.is_none() && r.status.as_deref() != Some("healthy"))
     {
-        for (kind, key, host) in implicated(row) {
+        for (kind, key, host) in implicated(row, kb) {
             by_key
                 .entry((kind, key))
                 .or_insert_with(|| (host, BTreeMap::new()))
@@ -134,6 +143,28 @@ mod tests {
         }
     }
 
+    fn kb() -> Knowledge {
+        Knowledge::builtin().unwrap()
+    }
+
+    #[test]
+    fn a_witness_peer_makes_no_link_only_a_path_peer_does() {
+        let mut rows = vec![row("a", "node005", None, 8), row("b", "node005", None, 8)];
+        for r in &mut rows {
+            r.cause = Some("firewall".into());
+        }
+        let keys =
+            |f: &Fleet| -> Vec<String> { f.offenders.iter().map(|o| o.key.clone()).collect() };
+        assert_eq!(keys(&fleet(&rows, &kb())), vec!["node005"]);
+        for r in &mut rows {
+            r.cause = Some("packet_loss".into());
+        }
+        assert_eq!(
+            keys(&fleet(&rows, &kb())),
+            vec!["node001 ↔ node005", "node005"]
+        );
+    }
+
     #[test]
     fn repeat_offenders_need_two_jobs_and_rank_by_cost() {
         let rows = vec![
@@ -145,10 +176,10 @@ mod tests {
         let mut rows = rows;
         rows.push(row("e", "node009", None, 1000));
         rows.push(row("f", "node009", None, 1000));
-        let f = fleet(&rows);
+        let f = fleet(&rows, &kb());
         assert_eq!(f.offenders[0].host, "node009", "the costliest first");
         assert_eq!(f.offenders[0].cost, 2000);
-        let f = fleet(&rows[..4]);
+        let f = fleet(&rows[..4], &kb());
         let keys: Vec<&str> = f.offenders.iter().map(|o| o.key.as_str()).collect();
         assert!(keys.contains(&"node005 mlx5_3 port 1"));
         assert!(keys.contains(&"node001 ↔ node005"));

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::analyze::Engine;
+use crate::grammar::knowledge::Knowledge;
 use crate::report::{ReportInput, write_reports};
 
 pub use jobs::{JobInput, find_jobs};
@@ -98,7 +99,12 @@ pub fn run(
         outcome.analyzed += usize::from(!reused && row.error.is_none());
         outcome.rows.push(row);
     }
-    write_outputs(&opts.out, &opts.root.display().to_string(), &outcome.rows)?;
+    write_outputs(
+        &opts.out,
+        &opts.root.display().to_string(),
+        &outcome.rows,
+        &engine.knowledge,
+    )?;
     Ok(outcome)
 }
 
@@ -157,14 +163,19 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// summary.jsonl, index.html, fleet.json and fleet.html.
-pub fn write_outputs(out: &Path, root: &str, rows: &[JobRow]) -> Result<(), BatchError> {
+pub fn write_outputs(
+    out: &Path,
+    root: &str,
+    rows: &[JobRow],
+    kb: &Knowledge,
+) -> Result<(), BatchError> {
     let write_err = |path: PathBuf| move |source| BatchError::Write { path, source };
     std::fs::create_dir_all(out).map_err(write_err(out.to_path_buf()))?;
     let mut sorted = rows.to_vec();
     sorted.sort_by(|a, b| a.job_id.cmp(&b.job_id));
     let summary_path = out.join("summary.jsonl");
     summary::write_rows(&summary_path, &sorted).map_err(write_err(summary_path.clone()))?;
-    let fleet = fleet::fleet(&sorted);
+    let fleet = fleet::fleet(&sorted, kb);
     let mut fleet_json = serde_json::to_string_pretty(&fleet).expect("fleet serializes");
     fleet_json.push('\n');
     for (name, text) in [
@@ -179,7 +190,7 @@ pub fn write_outputs(out: &Path, root: &str, rows: &[JobRow]) -> Result<(), Batc
 }
 
 /// Joins shard outputs: their rows and job reports into one output.
-pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Vec<JobRow>, BatchError> {
+pub fn merge(shards: &[PathBuf], out: &Path, kb: &Knowledge) -> Result<Vec<JobRow>, BatchError> {
     let mut rows: Vec<JobRow> = Vec::new();
     for shard in shards {
         for row in summary::read_rows(&shard.join("summary.jsonl")) {
@@ -192,7 +203,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> Result<Vec<JobRow>, BatchError> 
             rows.push(row);
         }
     }
-    write_outputs(out, "merged shards", &rows)?;
+    write_outputs(out, "merged shards", &rows, kb)?;
     Ok(rows)
 }
 

@@ -193,6 +193,18 @@ struct Mlx5Spec {
     wedged_command_timeouts: Vec<String>,
 }
 
+/// What a cause's peer host is to the fault.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerRole {
+    /// The host that saw the failure (dialled the blocked host, lost its
+    /// peer): any host can be it, the fault is the culprit's alone.
+    #[default]
+    Witness,
+    /// The other end of the faulty path: the pair is the suspect.
+    Path,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CauseSpec {
@@ -200,6 +212,8 @@ struct CauseSpec {
     title: String,
     summary: String,
     remedy: String,
+    #[serde(default)]
+    peer: PeerRole,
     /// The same cause where it shows differently (a security group on EFA
     /// rather than a host's firewall): a rule names the variant it found.
     #[serde(default)]
@@ -308,6 +322,7 @@ pub struct CauseText {
     pub title: String,
     pub summary: String,
     pub remedy: String,
+    pub peer: PeerRole,
     /// Texts of the cause's variants, by name (their own variants empty).
     pub variants: BTreeMap<String, CauseText>,
 }
@@ -405,6 +420,7 @@ impl Knowledge {
                                 title: c.title.clone(),
                                 summary: v.summary,
                                 remedy: v.remedy,
+                                peer: c.peer,
                                 variants: BTreeMap::new(),
                             };
                             (name, text)
@@ -413,6 +429,7 @@ impl Knowledge {
                     title: c.title,
                     summary: c.summary,
                     remedy: c.remedy,
+                    peer: c.peer,
                 },
             );
         }
