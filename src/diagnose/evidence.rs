@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::grammar::template::fill_template_with;
-use crate::model::{EventIdx, EventKind, Job, Origin, SourceLine};
+use crate::model::{EventIdx, EventKind, Job, Origin, SourceLine, rank_ranges};
 
 use super::hang::Hang;
 use super::hypothesis::{Hypothesis, Support};
@@ -135,12 +135,7 @@ fn template_values<'a>(
         put("ranks_host", Some(one.to_string()));
     }
     let ranks = match hosts.len() {
-        1 => h
-            .ranks
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+        1 => rank_ranges(&h.ranks.iter().copied().collect::<Vec<_>>()),
         _ => ranks_by_host(&h.ranks, host_of),
     };
     put("ranks", Some(ranks).filter(|s| !s.is_empty()));
@@ -165,20 +160,20 @@ fn template_values<'a>(
     v
 }
 
-/// `23 (gpu-032), 57, 59 (gpu-037)`: ranks on several hosts, each run of
+/// `23 (gpu-032), 56–63 (gpu-037)`: ranks on several hosts, each run of
 /// ranks on one host followed by its name, in rank order.
 fn ranks_by_host<'j>(ranks: &BTreeSet<u32>, host_of: impl Fn(&u32) -> Option<&'j str>) -> String {
-    let mut runs: Vec<(Option<&str>, Vec<String>)> = Vec::new();
-    for rank in ranks {
-        let host = host_of(rank);
+    let mut runs: Vec<(Option<&str>, Vec<u32>)> = Vec::new();
+    for &rank in ranks {
+        let host = host_of(&rank);
         match runs.last_mut() {
-            Some((h, list)) if *h == host => list.push(rank.to_string()),
-            _ => runs.push((host, vec![rank.to_string()])),
+            Some((h, list)) if *h == host => list.push(rank),
+            _ => runs.push((host, vec![rank])),
         }
     }
-    let run = |(host, list): &(Option<&str>, Vec<String>)| match host {
-        Some(host) => format!("{} ({host})", list.join(", ")),
-        None => list.join(", "),
+    let run = |(host, list): &(Option<&str>, Vec<u32>)| match host {
+        Some(host) => format!("{} ({host})", rank_ranges(list)),
+        None => rank_ranges(list),
     };
     runs.iter().map(run).collect::<Vec<_>>().join(", ")
 }
@@ -230,6 +225,16 @@ mod tests {
         assert_eq!(
             ranks_by_host(&ranks, host_of),
             "23 (gpu-032), 57, 59 (gpu-037), 70"
+        );
+    }
+
+    #[test]
+    fn a_hosts_consecutive_ranks_are_one_range() {
+        let host_of = |r: &u32| Some(if *r < 8 { "node1" } else { "node2" });
+        let ranks: BTreeSet<u32> = (0..16).filter(|r| *r != 3).collect();
+        assert_eq!(
+            ranks_by_host(&ranks, host_of),
+            "0–2, 4–7 (node1), 8–15 (node2)"
         );
     }
 }
