@@ -446,3 +446,23 @@ mpirun noticed that process rank 1 with PID 12345 on node node2 exited on signal
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
     assert_eq!(common::rank_row(&doc, 0)["state"], "error", "{doc:#}");
 }
+
+/// NCCL's P2P transport enabling peer access to the GPU it reads from
+/// (p2p.cc, `failed to peer with device 1(=3b000): 217 …`, 2.4+): the same
+/// missing peer path, found by NCCL while it set up its transports, so the
+/// init failed (no communicator came up) rather than a running job crashing.
+#[test]
+fn nccls_own_peer_enable_failure_is_the_missing_p2p_path_at_init_nccl_2_18() {
+    let log = "\
+dgx1:3121:3121 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+NCCL version 2.18.1+cuda12.1
+dgx1:3121:3190 [0] NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1a000 commId 0x1234 - Init START
+dgx1:3121:3190 [0] transport/p2p.cc:306 NCCL WARN failed to peer with device 1(=3b000): 217 peer access is not supported between these two devices
+dgx1:3121:3190 [0] NCCL INFO transport/p2p.cc:425 -> 3
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, internal error - please report this issue to the NCCL developers, NCCL version 2.18.1
+";
+    let v = common::verdict_of(&[("rank0.log", log)]);
+    common::assert_cause(&v, "gpu_fault", "peer-to-peer");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+}

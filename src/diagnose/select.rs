@@ -275,6 +275,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     }
     match kind {
         CauseKind::ProcessCrash => Status::Crash,
+        // NCCL's own CUDA call failing while it sets up its transports
+        // (enabling peer access, opening a peer's buffer) fails the init.
+        CauseKind::GpuFault if nccl_set_up_cuda_failure(ctx, &choice.best.ranks) => {
+            Status::InitFailure
+        }
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
         _ if hang.is_some() => Status::Hang,
         // An nccl-tests run that stopped mid-way without an error hung.
@@ -365,6 +370,23 @@ fn died_on_a_cuda_error(ctx: &Ctx<'_>, culprits: &BTreeSet<u32>) -> bool {
         e.who.rank.is_some_and(|r| culprits.contains(&r))
             && super::rules::cuda_error_text(e).is_some()
     })
+}
+
+/// A culprit's CUDA failure in NCCL's own words, printed after its init
+/// started, where no communicator came up.
+fn nccl_set_up_cuda_failure(ctx: &Ctx<'_>, culprits: &BTreeSet<u32>) -> bool {
+    let job = ctx.job;
+    let started = |r: u32| {
+        job.events
+            .iter()
+            .any(|e| e.kind == EventKind::NcclCommInit && e.who.rank == Some(r))
+    };
+    !init_completed(ctx)
+        && job.events.iter().any(|e| {
+            e.kind == EventKind::CudaFailure
+                && e.pattern.starts_with("nccl.")
+                && e.who.rank.is_some_and(|r| culprits.contains(&r) && started(r))
+        })
 }
 
 /// Causes that keep NCCL from setting up its connections.
