@@ -97,6 +97,63 @@ fn silent_workers_where_fewer_had_reported_are_set_apart_torch_2_4() {
     }
 }
 
+/// Two hosts of four workers whose watchdogs fired at the given seconds
+/// past 14:35 (rank, second) and whose agent then stopped the workers listed
+/// at the second given: each host (reporters, stopped, stop second).
+/// One host's reporters (rank, second), the workers its agent stopped, and
+/// the second it stopped them at.
+type Sweep<'a> = (&'a [(u32, f64)], &'a [u32], f64);
+
+fn timed_sweeps(hosts: &[Sweep<'_>]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let world = 4 * hosts.len();
+    for (node, (reporters, swept, stop_s)) in hosts.iter().enumerate() {
+        let host = format!("node{:03}", node + 1);
+        let mut console = String::new();
+        for local in 0..4u32 {
+            let rank = node as u32 * 4 + local;
+            let pid = 5100 + rank;
+            write(
+                dir.path(),
+                &format!("{host}/nccl.{host}.{pid}"),
+                &format!(
+                    "{host}:{pid}:{} [{local}] NCCL INFO comm 0x55f4{rank:04} rank {rank} nranks {world} cudaDev {local} nvmlDev {local} busId {}000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
+                    pid + 70,
+                    18 + local * 16
+                ),
+            );
+        }
+        for &(rank, second) in *reporters {
+            let local = rank % 4;
+            console.push_str(&format!(
+                "[default{local}]:[rank{rank}]:[E0219 14:35:{second:012.9} ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10779, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+            ));
+        }
+        for rank in *swept {
+            console.push_str(&format!(
+                "W0219 14:35:{stop_s:09.6} 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {} closing signal SIGTERM\n",
+                5100 + rank
+            ));
+        }
+        write(dir.path(), &format!("{host}/torchrun.log"), &console);
+    }
+    dir
+}
+
+/// As many reporters on each host, so their shares tie; but node001's agent
+/// stopped rank 2 1.9 s after that host's first timeout, while on node002
+/// the last reporter took 6.8 s after its host's first: rank 2 may not have
+/// fired yet. Rank 6, stopped 7.8 s after node002's first timeout, was
+/// silent longer than any waiting rank took to report: it is the stalled one.
+#[test]
+fn a_silent_worker_stopped_sooner_than_others_took_to_report_was_cut_off_torch_2_4() {
+    let dir = timed_sweeps(&[
+        (&[(0, 40.1), (1, 41.0), (3, 42.0)], &[1, 2], 42.0),
+        (&[(4, 40.2), (5, 41.0), (7, 47.0)], &[5, 6], 48.0),
+    ]);
+    assert_stalled_and_cut_off(&dir, 6, &[2]);
+}
+
 /// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a
 /// worker's pid to its rank. 8 ranks on two hosts hang in ALLREDUCE 10779.
 /// On node001, ranks 1 and 3 time out and rank 1 aborts first; its agent

@@ -8,8 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use chrono::NaiveDateTime;
+
 use crate::model::build::short_host_of;
 use crate::model::{EventIdx, EventKind, Job};
+use crate::timeline::Timeline;
 
 #[derive(Debug, Clone, Default)]
 pub struct Hang {
@@ -38,6 +41,7 @@ pub struct Hang {
 /// Finds the hung collective; `None` when no watchdog fired.
 pub fn find(
     job: &Job,
+    timeline: &Timeline,
     dead: &BTreeSet<u32>,
     erroring: &BTreeSet<u32>,
     with_logs: &BTreeSet<u32>,
@@ -124,7 +128,7 @@ pub fn find(
             hang.no_logs.insert(rank);
         }
     }
-    set_apart_cut_off(job, &mut hang);
+    set_apart_cut_off(job, timeline, &mut hang);
     Some(hang)
 }
 
@@ -133,17 +137,19 @@ pub fn find(
 /// worker stopped in that same sweep merely had not reported yet. Where
 /// another silent rank was not stopped alongside reporters, the cut-off
 /// ones are set apart: the stalled rank is among the others.
-fn set_apart_cut_off(job: &Job, hang: &mut Hang) {
-    let stopped: Vec<(u32, String)> = job
+fn set_apart_cut_off(job: &Job, timeline: &Timeline, hang: &mut Hang) {
+    let stops: Vec<Stop> = job
         .deaths
         .iter()
         .filter(|d| d.stopped_by_launcher)
         .filter_map(|d| {
             let rank = d.rank?;
             let host = d.host.as_deref().or(job.short_host_of_rank(rank))?;
-            Some((rank, short_host_of(host)))
+            let at = timeline.resolve_on(Some(host), &d.time);
+            Some((rank, short_host_of(host), at))
         })
         .collect();
+    let stopped: Vec<(u32, String)> = stops.iter().map(|(r, h, _)| (*r, h.clone())).collect();
     let mid_report: BTreeSet<&String> = stopped
         .iter()
         .filter(|(rank, _)| hang.timed_out.contains(rank))
@@ -155,7 +161,16 @@ fn set_apart_cut_off(job: &Job, hang: &mut Hang) {
         .map(|(rank, _)| *rank)
         .collect();
     let cut = if cut.len() == hang.silent.len() {
-        least_expected_silence(job, hang, &stopped, cut)
+        // Set apart by the hosts' shares of reporters, then, among the
+        // ranks left on the hosts that tie, by how long they were silent.
+        let by_share = least_expected_silence(job, hang, &stopped, cut.clone());
+        let left: BTreeSet<u32> = cut.difference(&by_share).copied().collect();
+        let by_time = silent_no_longer_than_others_took(job, timeline, hang, &stops, &left);
+        if by_time.len() < left.len() {
+            by_share.union(&by_time).copied().collect()
+        } else {
+            by_share
+        }
     } else {
         cut
     };
@@ -204,6 +219,61 @@ fn least_expected_silence(
         .iter()
         .filter(|(rank, host)| cut.contains(rank) && below(shares[host.as_str()], best))
         .map(|(rank, _)| *rank)
+        .collect()
+}
+
+/// A rank stopped by its launcher, its host, and when (the job's clock).
+type Stop = (u32, String, Option<NaiveDateTime>);
+
+/// Where the hosts' shares of reporters tie, how long each stopped rank had
+/// been silent: from its host's first reported timeout to the stop. The
+/// watchdogs of the ranks waiting in one collective fire over a spread (they
+/// entered it at different times); a stopped rank silent no longer than some
+/// reporter took after its own host's first timeout may simply not have
+/// fired yet. Returns those; the rank silent longer than every reporter took
+/// is the one that was not waiting.
+fn silent_no_longer_than_others_took(
+    job: &Job,
+    timeline: &Timeline,
+    hang: &Hang,
+    stops: &[Stop],
+    cut: &BTreeSet<u32>,
+) -> BTreeSet<u32> {
+    let mut reports: BTreeMap<String, Vec<NaiveDateTime>> = BTreeMap::new();
+    for (&(ref pg, rank), st) in &job.pg_states {
+        if pg != &hang.pg || !st.timed_out {
+            continue;
+        }
+        let first = st
+            .evidence
+            .iter()
+            .filter(|&&i| job.events[i].kind == EventKind::WatchdogTimeout)
+            .filter_map(|&i| timeline.at_or_after(i))
+            .min();
+        let host = job.short_host_of_rank(rank).map(short_host_of);
+        if let (Some(t), Some(host)) = (first, host) {
+            reports.entry(host).or_default().push(t);
+        }
+    }
+    let first_on = |host: &str| reports.get(host).and_then(|ts| ts.iter().min().copied());
+    let took = reports
+        .values()
+        .flat_map(|ts| {
+            let first = ts.iter().min().copied();
+            ts.iter().filter_map(move |t| first.map(|f| *t - f))
+        })
+        .max();
+    let Some(took) = took else {
+        return BTreeSet::new();
+    };
+    stops
+        .iter()
+        .filter(|(rank, _, _)| cut.contains(rank))
+        .filter(|(_, host, at)| {
+            at.zip(first_on(host))
+                .is_some_and(|(at, first)| at - first <= took)
+        })
+        .map(|(rank, _, _)| *rank)
         .collect()
 }
 

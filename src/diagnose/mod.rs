@@ -38,7 +38,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let dead = accounted_deaths(&ctx);
     let erroring = ranks_with_errors(job);
     let with_logs = hang::ranks_with_logs(job);
-    let hang = hang::find(job, &dead, &erroring, &with_logs);
+    let hang = hang::find(job, ctx.timeline, &dead, &erroring, &with_logs);
     let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
     let hyps = select::merge(hyps);
     let hyps = select::explain(hyps, &kb.explains);

@@ -385,7 +385,9 @@ fn nccl_set_up_cuda_failure(ctx: &Ctx<'_>, culprits: &BTreeSet<u32>) -> bool {
         && job.events.iter().any(|e| {
             e.kind == EventKind::CudaFailure
                 && e.pattern.starts_with("nccl.")
-                && e.who.rank.is_some_and(|r| culprits.contains(&r) && started(r))
+                && e.who
+                    .rank
+                    .is_some_and(|r| culprits.contains(&r) && started(r))
         })
 }
 
