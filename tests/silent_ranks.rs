@@ -154,6 +154,22 @@ fn a_silent_worker_stopped_sooner_than_others_took_to_report_was_cut_off_torch_2
     assert_stalled_and_cut_off(&dir, 6, &[2]);
 }
 
+/// Both silent workers were stopped within the reporters' spread (node003's
+/// last took 3.0 s), so neither stands out by that; but rank 2 was stopped
+/// 0.35 s after node001's first timeout, when most waiting ranks had not
+/// reported yet, and rank 6 2.5 s after node002's, when one reporter of 14
+/// still had not: rank 6 is the likelier stalled one (0.8), rank 2 cut off.
+#[test]
+fn of_silent_workers_stopped_within_the_spread_the_longer_silent_is_stalled_torch_2_4() {
+    let dir = timed_sweeps(&[
+        (&[(0, 40.0), (1, 40.1), (3, 40.3)], &[3, 2], 40.35),
+        (&[(4, 40.0), (5, 41.0), (7, 42.4)], &[7, 6], 42.5),
+        (&[(8, 40.0), (9, 40.5), (10, 41.0), (11, 43.0)], &[], 0.0),
+        (&[(12, 40.0), (13, 40.2), (14, 40.4), (15, 40.6)], &[], 0.0),
+    ]);
+    assert_stalled_and_cut_off(&dir, 6, &[2]);
+}
+
 /// torch 2.4 under torchrun --tee 3 with NCCL_DEBUG=WARN: no line ties a
 /// worker's pid to its rank. 8 ranks on two hosts hang in ALLREDUCE 10779.
 /// On node001, ranks 1 and 3 time out and rank 1 aborts first; its agent

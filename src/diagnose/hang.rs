@@ -165,7 +165,11 @@ fn set_apart_cut_off(job: &Job, timeline: &Timeline, hang: &mut Hang) {
         // ranks left on the hosts that tie, by how long they were silent.
         let by_share = least_expected_silence(job, hang, &stopped, cut.clone());
         let left: BTreeSet<u32> = cut.difference(&by_share).copied().collect();
-        let by_time = silent_no_longer_than_others_took(job, timeline, hang, &stops, &left);
+        let delays = report_delays(job, timeline, hang);
+        let mut by_time = silent_no_longer_than_others_took(&delays, &stops, &left);
+        if by_time.is_empty() || by_time.len() == left.len() {
+            by_time = likelier_waiting(&delays, &stops, &left);
+        }
         if by_time.len() < left.len() {
             by_share.union(&by_time).copied().collect()
         } else {
@@ -225,20 +229,21 @@ fn least_expected_silence(
 /// A rank stopped by its launcher, its host, and when (the job's clock).
 type Stop = (u32, String, Option<NaiveDateTime>);
 
-/// Where the hosts' shares of reporters tie, how long each stopped rank had
-/// been silent: from its host's first reported timeout to the stop. The
-/// watchdogs of the ranks waiting in one collective fire over a spread (they
-/// entered it at different times); a stopped rank silent no longer than some
-/// reporter took after its own host's first timeout may simply not have
-/// fired yet. Returns those; the rank silent longer than every reporter took
-/// is the one that was not waiting.
-fn silent_no_longer_than_others_took(
-    job: &Job,
-    timeline: &Timeline,
-    hang: &Hang,
-    stops: &[Stop],
-    cut: &BTreeSet<u32>,
-) -> BTreeSet<u32> {
+/// When each host's waiting ranks reported the timeout: per host, the first
+/// report's time and every report's delay after it.
+struct ReportDelays {
+    first: BTreeMap<String, NaiveDateTime>,
+    delays: Vec<chrono::Duration>,
+}
+
+impl ReportDelays {
+    /// How long `stop` came after its host's first report.
+    fn silence(&self, (_, host, at): &Stop) -> Option<chrono::Duration> {
+        Some((*at)? - *self.first.get(host)?)
+    }
+}
+
+fn report_delays(job: &Job, timeline: &Timeline, hang: &Hang) -> ReportDelays {
     let mut reports: BTreeMap<String, Vec<NaiveDateTime>> = BTreeMap::new();
     for (&(ref pg, rank), st) in &job.pg_states {
         if pg != &hang.pg || !st.timed_out {
@@ -255,26 +260,75 @@ fn silent_no_longer_than_others_took(
             reports.entry(host).or_default().push(t);
         }
     }
-    let first_on = |host: &str| reports.get(host).and_then(|ts| ts.iter().min().copied());
-    let took = reports
-        .values()
-        .flat_map(|ts| {
-            let first = ts.iter().min().copied();
-            ts.iter().filter_map(move |t| first.map(|f| *t - f))
-        })
-        .max();
-    let Some(took) = took else {
+    let mut out = ReportDelays {
+        first: BTreeMap::new(),
+        delays: Vec::new(),
+    };
+    for (host, times) in reports {
+        let Some(&first) = times.iter().min() else {
+            continue;
+        };
+        out.delays.extend(times.iter().map(|t| *t - first));
+        out.first.insert(host, first);
+    }
+    out
+}
+
+/// Where the hosts' shares of reporters tie, how long each stopped rank had
+/// been silent: from its host's first reported timeout to the stop. The
+/// watchdogs of the ranks waiting in one collective fire over a spread (they
+/// entered it at different times); a stopped rank silent no longer than some
+/// reporter took after its own host's first timeout may simply not have
+/// fired yet. Returns those; the rank silent longer than every reporter took
+/// is the one that was not waiting.
+fn silent_no_longer_than_others_took(
+    delays: &ReportDelays,
+    stops: &[Stop],
+    cut: &BTreeSet<u32>,
+) -> BTreeSet<u32> {
+    let Some(&took) = delays.delays.iter().max() else {
         return BTreeSet::new();
     };
     stops
         .iter()
-        .filter(|(rank, _, _)| cut.contains(rank))
-        .filter(|(_, host, at)| {
-            at.zip(first_on(host))
-                .is_some_and(|(at, first)| at - first <= took)
-        })
-        .map(|(rank, _, _)| *rank)
+        .filter(|stop| cut.contains(&stop.0))
+        .filter(|stop| delays.silence(stop).is_some_and(|s| s <= took))
+        .map(|stop| stop.0)
         .collect()
+}
+
+/// How sure the analysis must be that one silent rank is the stalled one
+/// before the others are set apart as cut off.
+const STALLED_ODDS: f64 = 0.75;
+
+/// Where every candidate's silence falls alike (all within the reporters'
+/// spread, or all beyond it), the odds of each being the one that was not
+/// waiting, with one such rank: a waiting rank stays silent for `s` with
+/// the chance that a reporter took `s` or longer (counted over the reports,
+/// one added to each side), so a candidate's odds go as the inverse of its
+/// own chance. Where the likeliest reaches [`STALLED_ODDS`], the others are
+/// returned; otherwise none.
+fn likelier_waiting(delays: &ReportDelays, stops: &[Stop], cut: &BTreeSet<u32>) -> BTreeSet<u32> {
+    let n = delays.delays.len() as f64;
+    let mut inverse: Vec<(u32, f64)> = Vec::new();
+    for stop in stops.iter().filter(|s| cut.contains(&s.0)) {
+        let Some(silence) = delays.silence(stop) else {
+            return BTreeSet::new();
+        };
+        let longer = delays.delays.iter().filter(|d| **d >= silence).count() as f64;
+        inverse.push((stop.0, (n + 1.0) / (longer + 1.0)));
+    }
+    let total: f64 = inverse.iter().map(|(_, w)| w).sum();
+    let Some(&(likeliest, weight)) = inverse
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+    else {
+        return BTreeSet::new();
+    };
+    if inverse.len() < 2 || weight / total < STALLED_ODDS {
+        return BTreeSet::new();
+    }
+    cut.iter().copied().filter(|&r| r != likeliest).collect()
 }
 
 /// The (group, seq) most timed-out ranks report; ties go to the lower group
