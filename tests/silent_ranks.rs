@@ -19,38 +19,21 @@ fn job() -> tempfile::TempDir {
 /// workers stopped by each host's agent: one host of four workers per entry
 /// of `stopped`.
 fn swept_job(reporters: &[u32], stopped: &[&[u32]]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let world = 4 * stopped.len();
-    for (node, swept) in stopped.iter().enumerate() {
-        let host = format!("node{:03}", node + 1);
-        let mut console = String::new();
-        for local in 0..4u32 {
-            let rank = node as u32 * 4 + local;
-            let pid = 5100 + rank;
-            write(
-                dir.path(),
-                &format!("{host}/nccl.{host}.{pid}"),
-                &format!(
-                    "{host}:{pid}:{} [{local}] NCCL INFO comm 0x55f4{rank:04} rank {rank} nranks {world} cudaDev {local} nvmlDev {local} busId {}000 commId 0x1b7c44e9a03df582 - Init COMPLETE\n",
-                    pid + 70,
-                    18 + local * 16
-                ),
-            );
-            if reporters.contains(&rank) {
-                console.push_str(&format!(
-                    "[default{local}]:[rank{rank}]:[E0219 14:35:4{local}.124819694 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10779, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
-                ));
-            }
-        }
-        for rank in *swept {
-            console.push_str(&format!(
-                "W0219 14:35:47.156000 3335705 torch/distributed/elastic/multiprocessing/api.py:897] Sending process {} closing signal SIGTERM\n",
-                5100 + rank
-            ));
-        }
-        write(dir.path(), &format!("{host}/torchrun.log"), &console);
-    }
-    dir
+    // Local rank N reports at second 4N of the minute, the sweep comes at 47.
+    let timed: Vec<Vec<(u32, f64)>> = (0..stopped.len() as u32)
+        .map(|node| {
+            (node * 4..node * 4 + 4)
+                .filter(|r| reporters.contains(r))
+                .map(|r| (r, 40.124819694 + f64::from(r % 4)))
+                .collect()
+        })
+        .collect();
+    let hosts: Vec<Sweep<'_>> = timed
+        .iter()
+        .zip(stopped)
+        .map(|(reports, swept)| (reports.as_slice(), *swept, 47.156))
+        .collect();
+    timed_sweeps(&hosts)
 }
 
 #[test]
