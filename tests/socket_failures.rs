@@ -814,3 +814,29 @@ fn each_hosts_ip_addr_says_whose_address_refused_iproute2() {
     assert_eq!(cause["kind"], "socket_interface", "{cause:#}");
     assert_eq!(cause["host"], Value::Null, "{cause:#}");
 }
+
+/// NCCL 2.26.2 (PyTorch 2.7's) gives up a refused bootstrap connect as
+/// `socketPollConnect: connect returned Connection refused, exceeded error
+/// retry count (35)` (2.24–2.26): read as the failed set-up it is, but it
+/// names no address, so the dialling rank's own host is not blamed for
+/// refusing it.
+#[test]
+fn an_addressless_give_up_fails_init_without_blaming_the_dialler_nccl_2_26() {
+    let line = |rank: u32, tid: u32| {
+        format!(
+            "[2024-02-16 16:53:56] node001:1962{rank:02}:{tid} [{rank}] misc/socket.cc:544 NCCL WARN socketPollConnect: connect returned Connection refused, exceeded error retry count (35)\n"
+        )
+    };
+    let doc = common::report_of(&[
+        ("node001/rank7.log", &line(7, 196207)),
+        ("node001/rank0.log", &line(0, 196543)),
+        ("node002/rank8.log", "NCCL version 2.26.2+cuda12.8\n"),
+    ]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    let cause = &v["cause"];
+    assert!(
+        cause["kind"] == "unknown" || cause["host"] != "node001",
+        "{v:#}"
+    );
+}
