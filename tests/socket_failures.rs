@@ -815,28 +815,62 @@ fn each_hosts_ip_addr_says_whose_address_refused_iproute2() {
     assert_eq!(cause["host"], Value::Null, "{cause:#}");
 }
 
-/// NCCL 2.26.2 (PyTorch 2.7's) gives up a refused bootstrap connect as
-/// `socketPollConnect: connect returned Connection refused, exceeded error
-/// retry count (35)` (2.24–2.26): read as the failed set-up it is, but it
-/// names no address, so the dialling rank's own host is not blamed for
-/// refusing it.
-#[test]
-fn an_addressless_give_up_fails_init_without_blaming_the_dialler_nccl_2_26() {
-    let line = |rank: u32, tid: u32| {
+/// A bootstrap give-up that names no address, as NCCL 2.18–2.26 print it,
+/// from rank 7 (its main thread) and from rank 0's root thread; rank 8 is on
+/// node002.
+fn addressless_job(give_up: &str) -> Value {
+    let line = |rank: u32, pid: u32, tid: u32| {
         format!(
-            "[2024-02-16 16:53:56] node001:1962{rank:02}:{tid} [{rank}] misc/socket.cc:544 NCCL WARN socketPollConnect: connect returned Connection refused, exceeded error retry count (35)\n"
+            "[2024-02-16 16:53:56] node001:{pid}:{tid} [{rank}] misc/socket.cc:544 NCCL WARN {give_up}\n"
         )
     };
+    common::report_of(&[
+        ("node001/rank7.log", &line(7, 196207, 196207)),
+        ("node001/rank0.log", &line(0, 196200, 196543)),
+        ("node002/rank8.log", "NCCL version 2.26.2+cuda12.8\n"),
+    ])
+}
+
+/// NCCL 2.26.2 (PyTorch 2.7's) gives up a refused bootstrap connect as
+/// `socketPollConnect: connect returned Connection refused, exceeded error
+/// retry count (35)` (2.24–2.26), naming no address. Before any
+/// communicator came up, rank 7's main thread dials the next rank of the
+/// bootstrap ring, rank 8: node002 refused it (the root thread's give-up
+/// names no one).
+#[test]
+fn an_addressless_refusal_is_placed_on_the_ring_successors_host_nccl_2_26() {
+    let doc = addressless_job(
+        "socketPollConnect: connect returned Connection refused, exceeded error retry count (35)",
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    let c = common::assert_cause(v, "firewall", "refused");
+    assert_eq!(c["host"], "node002", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([8]), "{v:#}");
+}
+
+/// NCCL 2.18–2.23 count a refused connect's attempts as `retries` and a
+/// timed-out one's as `timeouts`: the same ring places the host.
+#[test]
+fn an_addressless_timeout_is_placed_on_the_ring_successors_host_nccl_2_21() {
+    let doc = addressless_job("socketPollConnect: exceeded timeouts (20)");
+    let c = common::assert_cause(&doc["verdict"], "firewall", "timed out");
+    assert_eq!(c["host"], "node002", "{doc:#}");
+}
+
+/// The root thread's give-up alone names no host: it dials every rank. The
+/// failed set-up stays a lead, never blamed on the dialler's own host.
+#[test]
+fn the_roots_addressless_give_up_alone_blames_no_host_nccl_2_26() {
+    let line = "[2024-02-16 16:53:56] node001:196200:196543 [0] misc/socket.cc:544 NCCL WARN socketPollConnect: connect returned Connection refused, exceeded error retry count (35)\n";
     let doc = common::report_of(&[
-        ("node001/rank7.log", &line(7, 196207)),
-        ("node001/rank0.log", &line(0, 196543)),
+        ("node001/rank0.log", line),
         ("node002/rank8.log", "NCCL version 2.26.2+cuda12.8\n"),
     ]);
     let v = &doc["verdict"];
     assert_eq!(v["status"], "init_failure", "{v:#}");
-    let cause = &v["cause"];
     assert!(
-        cause["kind"] == "unknown" || cause["host"] != "node001",
+        v["cause"]["kind"] == "unknown" || v["cause"]["host"] != "node001",
         "{v:#}"
     );
 }

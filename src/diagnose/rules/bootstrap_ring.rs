@@ -95,13 +95,17 @@ fn next_rank(job: &Job, rank: u32) -> Option<u32> {
     }
 }
 
+/// The key of connects whose line names no address (NCCL 2.18–2.26 give up
+/// a refused or timed-out connect without one): the ring still says whom
+/// each dialled.
+pub(super) const NO_ADDRESS: &str = "";
+
 fn by_peer<'a>(job: &'a Job, connects: &[EventIdx]) -> BTreeMap<&'a str, Vec<&'a Event>> {
     let mut out: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
     for &idx in connects {
         let ev = &job.events[idx];
-        if let Some(peer) = ev.text_field("peer") {
-            out.entry(peer).or_default().push(ev);
-        }
+        let peer = ev.text_field("peer").unwrap_or(NO_ADDRESS);
+        out.entry(peer).or_default().push(ev);
     }
     out
 }

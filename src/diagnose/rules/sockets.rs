@@ -221,6 +221,17 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 .unwrap_or_else(|| p.to_string())
         });
         let host = ev.who.host.as_deref().map(str::to_string);
+        let addressless = ev.text_field("peer").is_none();
+        let ring_next_of_dialled = ring_next.get(
+            ev.text_field("peer")
+                .unwrap_or(super::bootstrap_ring::NO_ADDRESS),
+        );
+        // A give-up that names no address and that the ring does not place
+        // stays a weak sign: its error is not read against the reporter.
+        let error = match (addressless, ring_next_of_dialled) {
+            (true, Some(next)) if next.host.is_some() => addressless_error(ev).unwrap_or(error),
+            _ => error,
+        };
         let refused = error.contains("refused");
         let unreachable = error.contains("no route") || error.contains("unreachable");
         let timeout = error.contains("timed out")
@@ -255,7 +266,6 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         // of the job printed that address (its ranks logged nothing), and
         // blaming the reporter would name a victim.
         let is_ip = |p: &String| p.parse::<std::net::IpAddr>().is_ok();
-        let ring_next_of_dialled = ev.text_field("peer").and_then(|p| ring_next.get(p));
         let target = peer
             .clone()
             .filter(|p| job.hosts.contains_key(p))
@@ -381,6 +391,20 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// The hosts that reported a failed connect to each peer address: the
 /// address is none of theirs (a host-local one aside, where each dialled
 /// its own copy; they advertised another).
+/// What an address-less give-up says failed: 2.24–2.26 print the error;
+/// 2.18–2.23 count refusals as `retries` and time-outs as `timeouts`
+/// (socket.cc's refusedRetries / timedOutRetries).
+fn addressless_error(ev: &Event) -> Option<String> {
+    if let Some(returned) = ev.text_field("returned") {
+        return Some(returned.to_ascii_lowercase());
+    }
+    match ev.text_field("what") {
+        Some("retries") => Some("connection refused".into()),
+        Some("timeouts") => Some("connection timed out".into()),
+        _ => None,
+    }
+}
+
 fn dialers_by_peer<'a>(
     job: &'a crate::model::Job,
     connect_errors: &[EventIdx],
