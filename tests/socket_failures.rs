@@ -874,3 +874,38 @@ fn the_roots_addressless_give_up_alone_blames_no_host_nccl_2_26() {
         "{v:#}"
     );
 }
+
+/// NCCL 2.19.3 (before 2.23 every rank first dials the bootstrap root):
+/// node002's four ranks give up their connects to a firewalled root as
+/// `exceeded timeouts (3)`, naming no address, and no line gives the
+/// world's size. The reporters are the victims, never the suspect host.
+#[test]
+fn addressless_timeouts_of_one_hosts_ranks_do_not_blame_that_host_nccl_2_19() {
+    let files: Vec<(String, String)> = (4..8u32)
+        .map(|rank| {
+            let pid = 1279568 + rank;
+            (
+                format!("node002/rank{rank}.log"),
+                format!(
+                    "node002:{pid}:{pid} [{}] misc/socket.cc:589 NCCL WARN socketPollConnect: exceeded timeouts (3)\n",
+                    rank - 4
+                ),
+            )
+        })
+        .chain(std::iter::once((
+            "node001/rank0.log".to_string(),
+            "NCCL version 2.19.3+cuda12.3\n".to_string(),
+        )))
+        .collect();
+    let v = common::verdict_of_owned(&files);
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+    assert_ne!(v["cause"]["host"], "node002", "{v:#}");
+    assert!(
+        v["stuck_ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.as_u64().unwrap() < 4),
+        "{v:#}"
+    );
+}

@@ -226,11 +226,9 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             ev.text_field("peer")
                 .unwrap_or(super::bootstrap_ring::NO_ADDRESS),
         );
-        // A give-up that names no address and that the ring does not place
-        // stays a weak sign: its error is not read against the reporter.
-        let error = match (addressless, ring_next_of_dialled) {
-            (true, Some(next)) if next.host.is_some() => addressless_error(ev).unwrap_or(error),
-            _ => error,
+        let error = match addressless {
+            true => addressless_error(ev).unwrap_or(error),
+            false => error,
         };
         let refused = error.contains("refused");
         let unreachable = error.contains("no route") || error.contains("unreachable");
@@ -295,9 +293,10 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                     h.host = h.host.take().or(Some(t.clone()));
                     h.peer_host = h.peer_host.take().or(host.clone());
                 }
-                // Every host has this address: it names none of them, and
-                // the reporter is still the victim.
-                None if local_net.is_some() => {
+                // Every host has this address, or the line names none (a
+                // give-up of 2.18–2.26 the ring does not place): it names no
+                // host, and the reporter is still the victim.
+                None if local_net.is_some() || addressless => {
                     h.peer_host = h.peer_host.take().or(host.clone());
                 }
                 None => {
