@@ -226,9 +226,10 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             ev.text_field("peer")
                 .unwrap_or(super::bootstrap_ring::NO_ADDRESS),
         );
-        let error = match addressless {
-            true => addressless_error(ev).unwrap_or(error),
-            false => error,
+        // What an address-less give-up says failed (grammars/nccl.toml).
+        let error = match (addressless, ev.text_field("returned")) {
+            (true, Some(returned)) => returned.to_ascii_lowercase(),
+            _ => error,
         };
         let refused = error.contains("refused");
         let unreachable = error.contains("no route") || error.contains("unreachable");
@@ -390,20 +391,6 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
 /// The hosts that reported a failed connect to each peer address: the
 /// address is none of theirs (a host-local one aside, where each dialled
 /// its own copy; they advertised another).
-/// What an address-less give-up says failed: 2.24–2.26 print the error;
-/// 2.18–2.23 count refusals as `retries` and time-outs as `timeouts`
-/// (socket.cc's refusedRetries / timedOutRetries).
-fn addressless_error(ev: &Event) -> Option<String> {
-    if let Some(returned) = ev.text_field("returned") {
-        return Some(returned.to_ascii_lowercase());
-    }
-    match ev.text_field("what") {
-        Some("retries") => Some("connection refused".into()),
-        Some("timeouts") => Some("connection timed out".into()),
-        _ => None,
-    }
-}
-
 fn dialers_by_peer<'a>(
     job: &'a crate::model::Job,
     connect_errors: &[EventIdx],
