@@ -149,21 +149,20 @@ fn set_apart_cut_off(job: &Job, timeline: &Timeline, hang: &mut Hang) {
             Some((rank, short_host_of(host), at))
         })
         .collect();
-    let stopped: Vec<(u32, String)> = stops.iter().map(|(r, h, _)| (*r, h.clone())).collect();
-    let mid_report: BTreeSet<&String> = stopped
+    let mid_report: BTreeSet<&String> = stops
         .iter()
-        .filter(|(rank, _)| hang.timed_out.contains(rank))
-        .map(|(_, host)| host)
+        .filter(|(rank, _, _)| hang.timed_out.contains(rank))
+        .map(|(_, host, _)| host)
         .collect();
-    let cut: BTreeSet<u32> = stopped
+    let cut: BTreeSet<u32> = stops
         .iter()
-        .filter(|(rank, host)| hang.silent.contains(rank) && mid_report.contains(host))
-        .map(|(rank, _)| *rank)
+        .filter(|(rank, host, _)| hang.silent.contains(rank) && mid_report.contains(host))
+        .map(|(rank, _, _)| *rank)
         .collect();
     let cut = if cut.len() == hang.silent.len() {
         // Set apart by the hosts' shares of reporters, then, among the
         // ranks left on the hosts that tie, by how long they were silent.
-        let by_share = least_expected_silence(job, hang, &stopped, cut.clone());
+        let by_share = least_expected_silence(job, hang, &stops, cut.clone());
         let left: BTreeSet<u32> = cut.difference(&by_share).copied().collect();
         let delays = report_delays(job, timeline, hang);
         let mut by_time = silent_no_longer_than_others_took(&delays, &stops, &left);
@@ -193,11 +192,11 @@ fn set_apart_cut_off(job: &Job, timeline: &Timeline, hang: &mut Hang) {
 fn least_expected_silence(
     job: &Job,
     hang: &Hang,
-    stopped: &[(u32, String)],
+    stopped: &[Stop],
     cut: BTreeSet<u32>,
 ) -> BTreeSet<u32> {
     let mut tally: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (rank, host) in stopped.iter().filter(|(r, _)| cut.contains(r)) {
+    for (rank, host, _) in stopped.iter().filter(|(r, _, _)| cut.contains(r)) {
         tally.entry(host).or_default().1 += 1;
         debug_assert!(hang.silent.contains(rank));
     }
@@ -221,8 +220,8 @@ fn least_expected_silence(
     };
     stopped
         .iter()
-        .filter(|(rank, host)| cut.contains(rank) && below(shares[host.as_str()], best))
-        .map(|(rank, _)| *rank)
+        .filter(|(rank, host, _)| cut.contains(rank) && below(shares[host.as_str()], best))
+        .map(|(rank, _, _)| *rank)
         .collect()
 }
 
