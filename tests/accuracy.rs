@@ -293,7 +293,7 @@ const FLOORS: &[(&str, [usize; 6])] = &[
     ("port_degraded", [27, 27, 17, 27, 27, 27]),
     ("process_crash", [27, 27, 23, 27, 27, 27]),
     ("rank_stalled", [27, 27, 27, 27, 27, 22]),
-    ("socket_interface", [27, 25, 27, 27, 25, 27]),
+    ("socket_interface", [27, 25, 27, 25, 25, 27]),
 ];
 
 fn below_floors(by_scenario: &BTreeMap<String, Tally>) -> Vec<String> {

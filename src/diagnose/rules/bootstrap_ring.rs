@@ -10,19 +10,32 @@
 //! thread's WARN. The ring's connects are one per rank, each to a port of
 //! the next rank's own; a port several ranks dialled is a listener they
 //! share (the root's, a store's), which the ring does not explain.
+//!
+//! Before the ring, every rank sends its addresses to the root (all
+//! releases): where the root's host cannot be reached, every rank on every
+//! other host fails that connect, and its own host's ranks fail none.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Event, EventIdx, Job};
 
-/// Whom a failed connect of the bootstrap ring dialled: the next rank's
-/// host, or where no line places that rank, the rank alone.
+/// Whom a failed connect of the bootstrap dialled: the ring's next rank's
+/// host (or where no line places that rank, the rank alone), or the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct RingNext {
     pub rank: u32,
+    pub whom: Dialled,
     pub host: Option<String>,
     /// The ranks whose ring connects these are.
     pub dialled_by: BTreeSet<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dialled {
+    /// The next rank of the ring (`rank + 1`).
+    RingNext,
+    /// The root, a thread of rank 0's process.
+    Root,
 }
 
 /// Peer address → whom the failed connects to it dialled, where they are
@@ -59,14 +72,17 @@ pub(super) fn ring_next_hosts<'a>(
         let agreed = match (nexts.keys().next(), &hosts[..]) {
             (Some(&rank), [Some(host)]) => Some(RingNext {
                 rank,
+                whom: Dialled::RingNext,
                 host: Some(host.to_string()),
                 dialled_by: dialled_by.clone(),
             }),
             (Some(&rank), [None]) if nexts.len() == 1 => Some(RingNext {
                 rank,
+                whom: Dialled::RingNext,
                 host: None,
                 dialled_by: dialled_by.clone(),
             }),
+            _ if peer == NO_ADDRESS => root_dialled(job, &events, &dialled_by),
             _ => None,
         };
         if let Some(next) = agreed {
@@ -74,6 +90,30 @@ pub(super) fn ring_next_hosts<'a>(
         }
     }
     out
+}
+
+/// Address-less give-ups from ranks on two or more hosts whose ring
+/// successors disagree, with none from rank 0's host (its root thread's
+/// included): the one connect they all make is to the root, and the
+/// root's host is the one that could not be reached. A single host's
+/// ranks failing alone say as much about their own host; NCCL 2.18–2.26
+/// name no address, so which of the two is undecided there.
+fn root_dialled(job: &Job, events: &[&Event], dialled_by: &BTreeSet<u32>) -> Option<RingNext> {
+    let root_host = job.short_host_of_rank(0)?;
+    let mut dialling_hosts = BTreeSet::new();
+    for ev in events {
+        let host = crate::model::build::short_host_in(job.host_of_event(ev)?);
+        if host == root_host {
+            return None;
+        }
+        dialling_hosts.insert(host);
+    }
+    (dialling_hosts.len() >= 2).then(|| RingNext {
+        rank: 0,
+        whom: Dialled::Root,
+        host: Some(root_host.to_string()),
+        dialled_by: dialled_by.clone(),
+    })
 }
 
 /// The ring's next rank after `rank` with its host, unless that host is
@@ -87,11 +127,15 @@ fn next_elsewhere(job: &Job, rank: u32) -> Option<(u32, Option<&str>)> {
 }
 
 /// `rank + 1`, the last rank's being rank 0: without the world's size
-/// (no init line, no launcher's count) only a rank some line places.
+/// (no init line, no launcher's count) only a rank some line places, or
+/// one below the ranks the job's files show it had at least.
 fn next_rank(job: &Job, rank: u32) -> Option<u32> {
     match job.world_size.filter(|&n| n > 1) {
         Some(world) => Some((rank + 1) % world),
-        None => Some(rank + 1).filter(|next| job.ranks.contains_key(next)),
+        // A rank at or above `next` is placed: ranks are numbered from 0.
+        None => Some(rank + 1).filter(|&next| {
+            job.ranks.range(next..).next().is_some() || (next as usize) < job.ranks_at_least()
+        }),
     }
 }
 
@@ -130,7 +174,7 @@ fn maybe_root_thread(ev: &Event) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EventKind, Fields, Value, Who};
+    use crate::model::{EventKind, Fields, RankInfo, Value, Who};
 
     fn connect(rank: u32, pid: u32, tid: u32, peer: &str, port: i64) -> Event {
         let mut f = Fields::default();
@@ -143,6 +187,13 @@ mod tests {
             tid: Some(tid),
             ..Who::default()
         };
+        ev
+    }
+
+    /// NCCL 2.18–2.26's give-up of a refused connect: no address.
+    fn addressless(rank: u32, pid: u32, tid: u32) -> Event {
+        let mut ev = connect(rank, pid, tid, "", 0);
+        ev.fields = Fields::default();
         ev
     }
 
@@ -166,6 +217,7 @@ mod tests {
         let hosts = ring_next_hosts(&job, &idx);
         let want = RingNext {
             rank: 4,
+            whom: Dialled::RingNext,
             host: Some("c".into()),
             dialled_by: [3].into(),
         };
@@ -179,6 +231,7 @@ mod tests {
         job.world_size = Some(6);
         let want = RingNext {
             rank: 0,
+            whom: Dialled::RingNext,
             host: Some("a".into()),
             dialled_by: [5].into(),
         };
@@ -206,13 +259,29 @@ mod tests {
 
     #[test]
     fn a_next_rank_no_line_places_is_named_alone() {
-        // No line placed rank 2: rank 1's connect names the rank alone.
+        // No line placed rank 2: rank 1's connect names the rank alone,
+        // where the world's size or a placed rank above says it exists.
         let (mut job, idx) = three_hosts(vec![connect(1, 200, 200, "172.17.0.1", 40001)]);
-        job.ranks.remove(&2);
+        job.ranks.retain(|&r, _| r < 2);
         assert!(ring_next_hosts(&job, &idx).is_empty(), "no world size");
+        job.ranks.insert(
+            5,
+            RankInfo {
+                rank: 5,
+                host: Some("c".into()),
+                ..RankInfo::default()
+            },
+        );
+        let above = ring_next_hosts(&job, &idx);
+        assert_eq!(
+            above.get("172.17.0.1").map(|n| (n.rank, n.host.clone())),
+            Some((2, None))
+        );
+        job.ranks.remove(&5);
         job.world_size = Some(6);
         let want = RingNext {
             rank: 2,
+            whom: Dialled::RingNext,
             host: None,
             dialled_by: [1].into(),
         };
@@ -225,6 +294,45 @@ mod tests {
             connect(1, 200, 200, "172.17.0.1", 40001),
             connect(3, 300, 300, "172.17.0.1", 40002),
         ]);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+    }
+
+    #[test]
+    fn addressless_give_ups_from_every_other_host_dialled_the_root_nccl_2_18() {
+        // `socketPollConnect: exceeded retries (20000)` from ranks 2–5:
+        // their successors (3, 4, 5, 0) disagree; only the root explains all.
+        let (mut job, idx) =
+            three_hosts((2..6).map(|r| addressless(r, 100 + r, 100 + r)).collect());
+        job.world_size = Some(6);
+        let want = RingNext {
+            rank: 0,
+            whom: Dialled::Root,
+            host: Some("a".into()),
+            dialled_by: [2, 3, 4, 5].into(),
+        };
+        assert_eq!(ring_next_hosts(&job, &idx).get(NO_ADDRESS), Some(&want));
+    }
+
+    #[test]
+    fn a_give_up_on_rank_0s_host_rules_out_the_root() {
+        // The root's own thread failed too: it reached out, so its host
+        // was not the one cut off.
+        let mut events: Vec<Event> = (2..6).map(|r| addressless(r, 100 + r, 100 + r)).collect();
+        events.push(addressless(0, 100, 120));
+        let (mut job, idx) = three_hosts(events);
+        job.world_size = Some(6);
+        assert!(ring_next_hosts(&job, &idx).is_empty());
+    }
+
+    #[test]
+    fn address_bearing_connects_to_many_ports_are_not_the_roots() {
+        // Same ranks, each naming an address: the address decides, not the root.
+        let (mut job, idx) = three_hosts(
+            (2..6)
+                .map(|r| connect(r, 100 + r, 100 + r, "10.0.0.9", 40_000 + i64::from(r)))
+                .collect(),
+        );
+        job.world_size = Some(6);
         assert!(ring_next_hosts(&job, &idx).is_empty());
     }
 }

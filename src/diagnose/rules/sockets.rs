@@ -9,6 +9,7 @@ use crate::model::build::short_host_of;
 use crate::model::{CauseKind, Event, EventIdx, EventKind, Sym};
 
 use super::Ctx;
+use super::bootstrap_ring::Dialled;
 
 /// Bootstrap and socket connects that fail, and the interfaces NCCL chose.
 pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
@@ -277,6 +278,12 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 peer.as_ref()
                     .filter(|p| is_ip(p))
                     .and_then(|p| job.sole_host_outside(dialers.get(p.as_str())?))
+            })
+            // A line with no address, between two hosts: the other one.
+            .or_else(|| {
+                addressless
+                    .then(|| job.other_host_of_two(host.as_deref()?))
+                    .flatten()
             });
         // Only where nothing else names the address's host: the ring's
         // next rank is the host it dialled, its line says nothing more.
@@ -316,10 +323,18 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
                 .who
                 .rank
                 .filter(|r| ring_next_of_dialled.is_some_and(|n| n.dialled_by.contains(r)));
-            if by_ring && let (Some(t), Some(rank)) = (&target, ring_dialler) {
-                why.push_str(&format!(
-                    "; before any communicator came up, rank {rank} dials the next rank of NCCL's bootstrap ring, on {t}"
-                ));
+            if by_ring
+                && let (Some(t), Some(rank), Some(next)) =
+                    (&target, ring_dialler, ring_next_of_dialled)
+            {
+                why.push_str(&match next.whom {
+                    Dialled::RingNext => format!(
+                        "; before any communicator came up, rank {rank} dials the next rank of NCCL's bootstrap ring, on {t}"
+                    ),
+                    Dialled::Root => format!(
+                        "; before any communicator came up, every rank dials NCCL's bootstrap root in rank 0's process, on {t}: ranks on other hosts failed that connect, none on {t} did"
+                    ),
+                });
             }
             h.support(Source::Nccl, w, Some(idx), why);
         }
@@ -343,21 +358,22 @@ pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         unanswered_retries(job, &mut fw_hyp, &mut iface_hyp);
     }
     for h in [&mut iface_hyp, &mut fw_hyp] {
+        // Where no host is named, what the lines do say of it: the ring's
+        // rank it is, the address its ranks advertised; for a connect
+        // whose line names neither end (NCCL 2.2–2.3 print no address,
+        // and without their `NCCL` tag no host), the peer it dialled.
+        let whose = match (ring_rank, &local_peer) {
+            (Some(rank), Some(addr)) => {
+                Some(format!("rank {rank}'s host, whose ranks advertised {addr}"))
+            }
+            (None, Some(addr)) => Some(format!("the host whose ranks advertised {addr}")),
+            (Some(rank), None) => Some(format!("rank {rank}'s host")),
+            (None, None) => (h.kind == CauseKind::Firewall).then(|| "the peer host".to_string()),
+        };
         if h.host.is_none()
-            && let Some(addr) = &local_peer
+            && let Some(whose) = whose
         {
-            let whose = match ring_rank {
-                Some(rank) => format!("rank {rank}'s host, whose ranks advertised {addr}"),
-                None => format!("the host whose ranks advertised {addr}"),
-            };
             h.values.insert("host", whose);
-        }
-        // A connect whose line names neither end (NCCL 2.2–2.3 print no
-        // address, and without their `NCCL` tag no host): the peer it dialled.
-        if h.host.is_none() && h.kind == CauseKind::Firewall {
-            h.values
-                .entry("host")
-                .or_insert_with(|| "the peer host".to_string());
         }
         if h.ranks.is_empty()
             && let Some(host) = h.host.clone()

@@ -300,12 +300,23 @@ impl<'a> Nccl<'a> {
         }
     }
 
+    /// A bootstrap connect that failed, in the release's words (misc/socket.cc):
+    /// 2.18–2.26 retry a refused or timed-out connect and give up without the
+    /// address (2.24–2.26 also a host that cannot be reached); ≤2.17 and 2.27+
+    /// name it.
     fn connect_text(&self, addr: &str, errno: i32) -> String {
         let err = strerror(errno);
+        let (refused, timed_out) = (errno == 111, errno == 110);
         if self.v.lt(2, 12, 0) {
             format!("Connect to {addr} failed : {err}")
         } else if self.v.lt(2, 18, 0) {
             format!("Net : Connect to {addr} failed : {err}")
+        } else if self.v.lt(2, 24, 0) && refused {
+            "socketPollConnect: exceeded retries (20000)".to_string()
+        } else if self.v.lt(2, 24, 0) && timed_out {
+            "socketPollConnect: exceeded timeouts (3)".to_string()
+        } else if self.v.ge(2, 24, 0) && self.v.lt(2, 27, 0) {
+            format!("socketPollConnect: connect returned {err}, exceeded error retry count (35)")
         } else if self.v.lt(2, 21, 0) {
             format!("socketStartConnect: Connect to {addr} failed : {err}")
         } else if self.v.lt(2, 27, 0) {
@@ -473,6 +484,43 @@ mod tests {
             let story = causes::build(&p);
             let t = Nccl::new(&p, &story, 1).modify_qp_text(1, 22, 9, 3);
             assert!(t.starts_with(want), "{v}: {t}");
+        }
+    }
+
+    /// misc/socket.cc: 2.18–2.26 retry a refused or timed-out connect and
+    /// give up without the address; ≤2.17, 2.27+ and 2.18–2.23's other
+    /// errors name it.
+    #[test]
+    fn connect_wording_by_release() {
+        let addr = "10.0.0.7<43211>";
+        for (v, errno, want) in [
+            (
+                "2.14.3",
+                111,
+                "Net : Connect to 10.0.0.7<43211> failed : Connection refused",
+            ),
+            ("2.18.1", 111, "socketPollConnect: exceeded retries (20000)"),
+            ("2.19.3", 110, "socketPollConnect: exceeded timeouts (3)"),
+            (
+                "2.20.5",
+                113,
+                "socketStartConnect: Connect to 10.0.0.7<43211> failed : No route to host",
+            ),
+            (
+                "2.26.2",
+                113,
+                "socketPollConnect: connect returned No route to host, exceeded error retry count (35)",
+            ),
+            (
+                "2.27.3",
+                111,
+                "socketPollConnect to 10.0.0.7<43211> failed with error Connection refused",
+            ),
+        ] {
+            let p = plan(CauseKind::Firewall, v);
+            let story = causes::build(&p);
+            let t = Nccl::new(&p, &story, 1).connect_text(addr, errno);
+            assert_eq!(t, want, "{v} errno {errno}");
         }
     }
 }
