@@ -1,0 +1,117 @@
+//! Sockets that cannot connect: NCCL's bootstrap and socket transport, Gloo
+//! and Open MPI's TCP transport on an interface other hosts cannot reach
+//! (`socket_interface`), or connections a firewall refuses (`firewall`).
+//!
+//! `lines.rs` reads what the errors say by themselves, `interfaces.rs`
+//! weighs the local-only interfaces NCCL chose, `connects.rs` places each
+//! failed connect on the host it could not reach.
+
+mod connects;
+mod interfaces;
+mod lines;
+
+pub(super) use interfaces::{listed_interfaces, listing_text};
+
+use crate::diagnose::hypothesis::Hypothesis;
+use crate::model::{CauseKind, Event, Job};
+
+use super::Ctx;
+
+/// Bootstrap and socket connects that fail, and the interfaces NCCL chose.
+pub(super) fn socket_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
+    let mut leads = Leads::new();
+    let connect_errors = lines::read(ctx, &mut leads);
+    interfaces::weigh(ctx, !connect_errors.is_empty(), &mut leads.iface);
+    connects::place(ctx, &connect_errors, &mut leads);
+    if connect_errors.is_empty() {
+        connects::unanswered_retries(ctx.job, &mut leads.fw, &mut leads.iface);
+    }
+    leads.finish(ctx.job)
+}
+
+/// The two causes socket failures point to, as the lines build them up.
+struct Leads {
+    iface: Hypothesis,
+    fw: Hypothesis,
+    /// A host-local address a peer advertised (docker0's): no log says
+    /// whose it was.
+    local_peer: Option<String>,
+    /// The bootstrap ring's next rank that a failed connect dialled, where
+    /// no line places it: the unreachable host is its.
+    ring_rank: Option<u32>,
+}
+
+impl Leads {
+    fn new() -> Leads {
+        Leads {
+            iface: Hypothesis::new(CauseKind::SocketInterface),
+            fw: Hypothesis::new(CauseKind::Firewall),
+            local_peer: None,
+            ring_rank: None,
+        }
+    }
+
+    /// The causes with support, each naming what the lines say of an
+    /// unnamed host and the ranks of a named one.
+    fn finish(mut self, job: &Job) -> Vec<Hypothesis> {
+        for h in [&mut self.iface, &mut self.fw] {
+            if h.host.is_none()
+                && let Some(whose) = unnamed_host(h.kind, self.ring_rank, &self.local_peer)
+            {
+                h.values.insert("host", whose);
+            }
+            if h.ranks.is_empty()
+                && let Some(host) = h.host.clone()
+            {
+                h.ranks = job
+                    .ranks
+                    .values()
+                    .filter(|r| r.host.as_deref() == Some(host.as_str()))
+                    .map(|r| r.rank)
+                    .collect();
+            }
+            // Only Open MPI's own TCP lines: its transport, not NCCL's, is pinned.
+            if !h.support.is_empty() && by_mpi_only(job, h) {
+                h.value("variant", "mpi_tcp");
+            }
+        }
+        [self.iface, self.fw]
+            .into_iter()
+            .filter(|h| !h.support.is_empty())
+            .collect()
+    }
+}
+
+/// Where no host is named, what the lines do say of it: the ring's rank it
+/// is, the address its ranks advertised; for a connect whose line names
+/// neither end (NCCL 2.2–2.3 print no address, and without their `NCCL`
+/// tag no host), the peer it dialled.
+fn unnamed_host(
+    kind: CauseKind,
+    ring_rank: Option<u32>,
+    local_peer: &Option<String>,
+) -> Option<String> {
+    match (ring_rank, local_peer) {
+        (Some(rank), Some(addr)) => {
+            Some(format!("rank {rank}'s host, whose ranks advertised {addr}"))
+        }
+        (None, Some(addr)) => Some(format!("the host whose ranks advertised {addr}")),
+        (Some(rank), None) => Some(format!("rank {rank}'s host")),
+        (None, None) => (kind == CauseKind::Firewall).then(|| "the peer host".to_string()),
+    }
+}
+
+fn by_mpi_only(job: &Job, h: &Hypothesis) -> bool {
+    h.support.iter().all(|s| {
+        s.event
+            .is_some_and(|i| job.events[i].text_field("via") == Some("mpi"))
+    })
+}
+
+/// The hypothesis keeps its host, else takes the reporting line's.
+fn keep_host_or_reporters(h: &mut Hypothesis, ev: &Event) {
+    h.host = h
+        .host
+        .take()
+        .or_else(|| ev.who.host.as_deref().map(str::to_string));
+}
