@@ -44,6 +44,7 @@ mod sockets;
 mod stacks;
 mod store;
 mod topology_file;
+mod verbs;
 mod waiting_elsewhere;
 
 use crate::grammar::knowledge::Knowledge;

@@ -1,7 +1,8 @@
-//! Set-up faults: verbs calls that fail (memlock, GID index, cross-rail);
-//! sockets that cannot connect are `sockets.rs`'s.
+//! Set-up faults: RoCE GIDs that do not route, a host's locked-memory
+//! limit; verbs calls that fail are `verbs.rs`'s, sockets that cannot
+//! connect `sockets/`'s.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::diagnose::hang::Hang;
 use crate::diagnose::hypothesis::{Hypothesis, Source};
@@ -17,7 +18,7 @@ pub(super) const LATE_GID_FACTOR: f64 = 0.3;
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     let mut out = Vec::new();
-    out.extend(verbs_failures(ctx));
+    out.extend(super::verbs::verbs_failures(ctx));
     out.extend(roce_retries_without_a_peer(ctx, hang));
     out.extend(link_local_roce_gids(ctx, hang));
     out.extend(super::sockets::socket_failures(ctx));
@@ -27,176 +28,6 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
     out.extend(super::store::clients_missing(ctx));
     out.extend(super::store::unresolved_name(ctx));
     out
-}
-
-fn errno_is(ev: &Event, code: i64, text: &str) -> bool {
-    let error = ev.text_field("error").unwrap_or("").to_ascii_lowercase();
-    ev.int("errno") == Some(code) || error.contains(text)
-}
-
-/// A queue pair that could not be brought up to its peer: it timed out
-/// (ETIMEDOUT) or found no route to the peer's GID (ENETUNREACH, RoCE).
-fn qp_cannot_reach(ev: &Event) -> bool {
-    errno_is(ev, 110, "timed out") || errno_is(ev, 101, "network is unreachable")
-}
-
-/// The queue pair's own GID is all zeros (`local GID ::`): the index names
-/// an entry with no address.
-fn empty_local_gid(ev: &Event) -> bool {
-    ev.text_field("local_gid")
-        .and_then(|g| g.parse::<std::net::Ipv6Addr>().ok())
-        .is_some_and(|g| g.is_unspecified())
-}
-
-fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
-    let mut hyps: BTreeMap<CauseKind, Hypothesis> = BTreeMap::new();
-    let link_layer = fabric_link_layer(ctx);
-    let gid_forced = ctx.job.env.contains_key("NCCL_IB_GID_INDEX");
-    for (idx, ev) in ctx.job.events_where(|k| k == EventKind::VerbsCallFailed) {
-        let call = ev.text_field("call").unwrap_or("");
-        let mut add = |kind: CauseKind, weight: f64, why: String| {
-            let h = hyps.entry(kind).or_insert_with(|| located(kind, ev));
-            if h.device.is_none() {
-                h.device = ev.text_field("hca").map(str::to_string);
-            }
-            h.ranks.extend(ev.who.rank);
-            if h.support.len() < 8 {
-                h.support(Source::Nccl, weight, Some(idx), why);
-            }
-        };
-        let detail = format!(
-            "`{}`",
-            ev.text_field("error")
-                .map_or_else(|| format!("{call} failed"), |e| format!("{call}: {e}"))
-        );
-        match call {
-            // `ibv_reg_mr_iova2` is the registration NCCL 2.19+ calls when
-            // the verbs library has it; a failure there is the same limit.
-            // The verbs stack refusing the call itself (DMA-BUF registration
-            // on a driver without it) is no limit: nothing to raise.
-            "ibv_reg_mr" | "ibv_reg_mr_iova2" | "ibv_create_qp" | "ibv_create_cq"
-            | "ibv_reg_dmabuf_mr" | "ibv_alloc_pd"
-                if errno_is(ev, 95, "operation not supported") => {}
-            "ibv_reg_mr" | "ibv_reg_mr_iova2" | "ibv_create_qp" | "ibv_create_cq"
-            | "ibv_reg_dmabuf_mr" | "ibv_alloc_pd" => {
-                let w = if errno_is(ev, 12, "cannot allocate memory") {
-                    0.75
-                } else {
-                    0.5
-                };
-                add(
-                    CauseKind::Memlock,
-                    w,
-                    format!("{call} failed: pinned memory could not be registered ({detail})"),
-                );
-            }
-            // The GID index names an empty entry of the port's table (the
-            // kernel's ENODATA for a GID slot not valid; NCCL prints it as
-            // `local GID ::`): no address at that index, on this host.
-            "ibv_modify_qp" if errno_is(ev, 61, "no data available") || empty_local_gid(ev) => {
-                let index = ev
-                    .int("gid_index")
-                    .map_or_else(String::new, |i| format!(" {i}"));
-                add(
-                    CauseKind::GidIndex,
-                    0.8,
-                    format!(
-                        "the GID index{index} in use holds no GID on this port ({detail}): a wrong RoCE GID index"
-                    ),
-                );
-            }
-            "ibv_modify_qp" if errno_is(ev, 22, "invalid argument") => {
-                add(
-                    CauseKind::GidIndex,
-                    0.75,
-                    format!(
-                        "the queue pair could not use its GID ({detail}): a wrong RoCE GID index"
-                    ),
-                );
-            }
-            // An explicit NCCL_IB_GID_INDEX naming an entry this host's
-            // table does not populate (indices differ between hosts).
-            "ibv_modify_qp" if errno_is(ev, 19, "no such device") => {
-                add(
-                    CauseKind::GidIndex,
-                    0.7,
-                    format!(
-                        "the queue pair's GID index names no GID on this NIC ({detail}): a wrong RoCE GID index"
-                    ),
-                );
-            }
-            "ibv_modify_qp" if qp_cannot_reach(ev) => {
-                // NCCL's own hint says cross-rail. A GID that does not route
-                // (link-local, RoCE v1) times out the same way: a forced
-                // NCCL_IB_GID_INDEX points there, and so does a GID table
-                // showing a bad entry (the snapshot rule adds that support).
-                let (gid_w, rail_w) = match (link_layer.as_deref(), gid_forced) {
-                    (_, true) => (0.6, 0.35),
-                    (Some("IB"), false) => (0.25, 0.6),
-                    (_, false) => (0.4, 0.5),
-                };
-                add(
-                    CauseKind::GidIndex,
-                    gid_w,
-                    format!(
-                        "queue-pair connection failed ({detail}): the GID in use may not route to the peer"
-                    ),
-                );
-                add(
-                    CauseKind::CrossRail,
-                    rail_w,
-                    format!(
-                        "queue-pair connection failed ({detail}): the peer NIC may be on another rail"
-                    ),
-                );
-            }
-            // The device is listed but this process may not open it: its
-            // container or device cgroup does not admit it (nccl#2428: one
-            // node's container saw one of its two eRDMA devices; a
-            // Singularity job denied every uverbs device).
-            "ibv_open_device" => {
-                add(
-                    CauseKind::ConfigMismatch,
-                    0.5,
-                    format!(
-                        "the process could not open the RDMA device ({detail}): NCCL leaves that NIC out"
-                    ),
-                );
-            }
-            _ => {}
-        }
-    }
-    for h in hyps.values_mut() {
-        h.value(
-            "detail",
-            h.support.first().map(|s| s.why.clone()).unwrap_or_default(),
-        );
-    }
-    if let Some(h) = hyps.get_mut(&CauseKind::ConfigMismatch) {
-        h.value("variant", "rdma_access");
-        h.value("detail", "`ibv_open_device` failed");
-    }
-    // A connection that times out fails on both ends: the rank every
-    // reporter talks to is the bad end.
-    let timeouts: Vec<EventIdx> = ctx
-        .job
-        .events_where(|k| k == EventKind::VerbsCallFailed)
-        .filter(|(_, ev)| ev.text_field("call") == Some("ibv_modify_qp") && qp_cannot_reach(ev))
-        .map(|(i, _)| i)
-        .collect();
-    for kind in [CauseKind::CrossRail, CauseKind::GidIndex] {
-        if let Some(h) = hyps.get_mut(&kind) {
-            if !super::common_peer::locate_by_address(ctx.job, h, &timeouts) {
-                super::common_peer::locate(ctx.job, h);
-            }
-            super::common_peer::name_the_nic(ctx.job, h);
-            super::common_peer::name_the_likely_nic(ctx.job, h);
-        }
-    }
-    if let Some(h) = hyps.get_mut(&CauseKind::Memlock) {
-        host_wide_memlock(ctx, h);
-    }
-    hyps.into_values().collect()
 }
 
 /// The locked-memory limit is the host's (its container, its ulimit): every
@@ -388,7 +219,7 @@ pub(super) fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
 }
 
 /// IB or RoCE, when every NIC NCCL listed agrees.
-fn fabric_link_layer(ctx: &Ctx<'_>) -> Option<String> {
+pub(super) fn fabric_link_layer(ctx: &Ctx<'_>) -> Option<String> {
     let layers: BTreeSet<&str> = ctx
         .job
         .hosts
@@ -406,7 +237,7 @@ fn add_host_ranks(ctx: &Ctx<'_>, h: &mut Hypothesis) {
     }
 }
 
-fn located(kind: CauseKind, ev: &Event) -> Hypothesis {
+pub(super) fn located(kind: CauseKind, ev: &Event) -> Hypothesis {
     let mut h = Hypothesis::new(kind);
     h.host = ev.who.host.as_deref().map(str::to_string);
     h.device = ev.text_field("hca").map(str::to_string);
