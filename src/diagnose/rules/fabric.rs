@@ -35,6 +35,25 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     let stuck = stuck_ranks(hang);
     let mut by_place: BTreeMap<Place, Hypothesis> = BTreeMap::new();
     let loss_at = lone_origin(rows, CauseKind::PacketLoss).or_else(|| lone_small_mtu(findings));
+    counter_rises(ctx, rows, loss_at, &stuck, &mut by_place);
+    snapshot_findings(ctx, hang, findings, &stuck, &mut by_place);
+    // After the findings: the loss may be a small MTU's, whose port only a
+    // snapshot names.
+    if let Some(host) = loss_at {
+        unanswered_sends_to(ctx, host, &mut by_place);
+    }
+    finish(ctx, by_place, &stuck)
+}
+
+/// Each suspicious counter rise supports its story on its port, or where
+/// it was a requester's unanswered sends, on the peer they went to.
+fn counter_rises(
+    ctx: &Ctx<'_>,
+    rows: &[CounterRow],
+    loss_at: Option<&str>,
+    stuck: &BTreeSet<u32>,
+    by_place: &mut BTreeMap<Place, Hypothesis>,
+) {
     let congestion_at = lone_origin(rows, CauseKind::Congestion);
     // Of two hosts, a requester's network sends all went to the other.
     let two_hosts = Some(ctx.job.hosts_seen()).filter(|h| h.len() == 2);
@@ -70,25 +89,16 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
             // Unanswered sends: the loss is on the way to the peer, whose
             // port the other evidence (victims naming it, its receive
             // errors) places; this host's counters only corroborate.
-            Some(peer) => hypothesis(
-                &mut by_place,
-                ctx.job,
-                cause,
-                Some(peer),
-                "?",
-                None,
-                &[],
-                &stuck,
-            ),
+            Some(peer) => hypothesis(by_place, ctx.job, cause, Some(peer), "?", None, &[], stuck),
             None => hypothesis(
-                &mut by_place,
+                by_place,
                 ctx.job,
                 cause,
                 r.host.clone(),
                 &r.hca,
                 r.port,
                 &r.ranks,
-                &stuck,
+                stuck,
             ),
         };
         if h.support.len() < MAX_SUPPORT {
@@ -108,6 +118,17 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
                 .or_insert_with(|| "not logged; the counters show the loss".into());
         }
     }
+}
+
+/// Snapshot findings (a port down, an MTU apart, a GID) on their ports;
+/// a GID finding counts little where connections came up anyway.
+fn snapshot_findings(
+    ctx: &Ctx<'_>,
+    hang: Option<&Hang>,
+    findings: &[FabricFinding],
+    stuck: &BTreeSet<u32>,
+    by_place: &mut BTreeMap<Place, Hypothesis>,
+) {
     let connected = super::setup::connections_worked(ctx, hang);
     let shared_gid = gid_cannot_explain_failures(ctx.job, findings, hang.is_some());
     let forced_gid = gid_index_forced(ctx.job);
@@ -124,13 +145,17 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
             // every host shares cannot be why only a few connections failed.
             f.weight *= LATE_GID_FACTOR;
         }
-        add_finding(&mut by_place, ctx.job, &f, &stuck);
+        add_finding(by_place, ctx.job, &f, stuck);
     }
-    // After the findings: the loss may be a small MTU's, whose port only a
-    // snapshot names.
-    if let Some(host) = loss_at {
-        unanswered_sends_to(ctx, host, &mut by_place);
-    }
+}
+
+/// The hypotheses, each with its port filled in and tied to the stuck
+/// rank it holds.
+fn finish(
+    ctx: &Ctx<'_>,
+    by_place: BTreeMap<Place, Hypothesis>,
+    stuck: &BTreeSet<u32>,
+) -> Vec<Hypothesis> {
     let mut out: Vec<Hypothesis> = by_place.into_values().collect();
     for h in &mut out {
         fill_sole_port(ctx.job, h);
@@ -139,11 +164,11 @@ pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>, review: &FabricReview) -> 
     // over every event).
     let held: BTreeSet<u32> = out
         .iter()
-        .flat_map(|h| h.ranks.intersection(&stuck).next().copied())
+        .flat_map(|h| h.ranks.intersection(stuck).next().copied())
         .collect();
     let last = last_lines(ctx.job, ctx.timeline, &held);
     for h in &mut out {
-        tie_to_stuck_rank(h, &stuck, &last);
+        tie_to_stuck_rank(h, stuck, &last);
     }
     out
 }
