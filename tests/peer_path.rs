@@ -286,3 +286,35 @@ fn p2p_disabled_between_nvlink_gpus_is_the_link_nccl_2_12_and_2_28() {
     assert_eq!(c["ranks"], serde_json::json!([0, 1]), "{c:#}");
     assert_eq!(c["gpu_bus_id"], "0000:0f:00.0", "{c:#}");
 }
+
+/// vLLM's tensor-parallel workers under Ray 2.x, all on the driver's node:
+/// Ray prefixes their lines `(RayWorkerVllm pid=N)` and adds `, ip=…` only
+/// for actors on another node. Every rank waits in the first all-reduce
+/// (one line kept no size: the watchdog's terminate line, cut).
+fn ray_watchdog(prefix: &str) -> String {
+    format!(
+        "({prefix}pid=5101) [E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800431 milliseconds before timing out.\n\
+({prefix}pid=5100) [E ProcessGroupNCCL.cpp:915] [Rank 0] NCCL watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800\n"
+    )
+}
+
+#[test]
+fn ray_actors_without_a_node_ran_beside_the_driver_ray_2_x() {
+    let v = common::verdict_of_owned(&[("serve.log".to_string(), ray_watchdog("RayWorkerVllm "))]);
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], serde_json::Value::Null, "{v:#}");
+    let summary = v["cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("the Ray driver's node"), "{summary}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0, 1]), "{v:#}");
+}
+
+/// The same lines from actors Ray placed on another node (`ip=`): their
+/// hosts are not known to be one.
+#[test]
+fn ray_actors_on_named_nodes_are_not_put_on_one_host_ray_2_x() {
+    let log = ray_watchdog("RayWorkerVllm ")
+        .replacen("pid=5101)", "pid=5101, ip=10.0.0.7)", 1)
+        .replacen("pid=5100)", "pid=5100, ip=10.0.0.8)", 1);
+    let v = common::verdict_of_owned(&[("serve.log".to_string(), log)]);
+    assert_ne!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+}

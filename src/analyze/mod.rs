@@ -209,6 +209,7 @@ impl Collected {
             lossy_lines: p.lossy_lines,
             hints: input.hints.clone(),
             multiplexed: false,
+            ray_actor_lines: p.ray_actor_lines,
         });
         let base = self.events.len() as u32;
         self.links.extend(p.links.into_iter().map(|l| PeerLink {

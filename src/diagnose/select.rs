@@ -611,7 +611,7 @@ fn one_host_hint(ctx: &Ctx<'_>) -> Option<String> {
     let job = ctx.job;
     // Hosts that wrote no NCCL init line still count: any line's host, an
     // nccl-tests run's rank lines, a channel through the network.
-    let one_host = job.hosts_seen().len() <= 1 && super::rules::the_one_host(job).is_some();
+    let one_host = job.hosts_seen().len() <= 1 && super::rules::on_one_host(job);
     (one_host && !single_rank(job)).then(|| {
         "Every rank ran on one host: a hang there without an error line is often peer-to-peer traffic that PCIe ACS or the IOMMU blocks; run once with NCCL_P2P_DISABLE=1, and check `sudo lspci -vvv | grep ACSCtl` (SrcValid+ means ACS is on) and `dmesg -T | grep -i -e DMAR -e AMD-Vi` on the host.".to_string()
     })

@@ -48,6 +48,16 @@ pub struct FileInfo {
     pub hints: PathHints,
     /// The file's lines come from many processes (a launcher merged them).
     pub multiplexed: bool,
+    /// Its matched lines that Ray prefixed as an actor's (`(Worker pid=N)`).
+    pub ray_actor_lines: RayActorLines,
+}
+
+/// Matched lines of Ray actors, by node: Ray names the node (`ip=…`) only
+/// for an actor on another node than the driver's (`print_worker_logs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RayActorLines {
+    pub on_driver_node: u64,
+    pub elsewhere: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

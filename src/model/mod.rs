@@ -21,7 +21,7 @@ pub use fields::{FieldList, FieldRef, Fields, FieldsBuilder, Value};
 pub use intern::intern;
 pub use job::{
     CallTrace, Death, DeathKind, EventIdx, FileInfo, HostInfo, Job, NetLink, NicInfo, PathHints,
-    PeerLink, PgRankState, RankInfo, Skipped,
+    PeerLink, PgRankState, RankInfo, RayActorLines, Skipped,
 };
 pub use rank_ranges::rank_ranges;
 pub use stacks::{StackDump, StackFormat, StackThread};

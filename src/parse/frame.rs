@@ -28,6 +28,9 @@ pub struct Frame<'a> {
     /// Microseconds since boot, when a kernel prefix printed them (also when
     /// `time` holds the wall time of the same line, as syslog keeps both).
     pub uptime_us: Option<i64>,
+    /// A Ray actor's line: whether Ray named its node (`ip=`), which it
+    /// does only for actors on another node than the driver's.
+    pub ray_node_named: Option<bool>,
 }
 
 const MAX_PREFIXES: usize = 8;
@@ -40,6 +43,7 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         body: line,
         nccl: false,
         uptime_us: None,
+        ray_node_named: None,
     };
     let mut pos = indent_before_launcher_tag(line, style);
     for _ in 0..MAX_PREFIXES {
@@ -63,6 +67,9 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         } else if kernel::starts_message(s) {
             break;
         } else if let Some((n, tag)) = launcher::parse_prefix(s, style) {
+            if let Tag::Actor { node, .. } = tag {
+                f.ray_node_named = Some(!node.is_empty());
+            }
             apply_tag(&mut f.who, tag);
             pos += n;
         } else if f.time.is_some()
@@ -815,6 +822,16 @@ mod tests {
         assert_eq!(f.body, b"step-x  | loss 2.1");
         let f = plain(b"epoch_3 |loss 2.1");
         assert_eq!(f.body, b"epoch_3 |loss 2.1");
+    }
+
+    /// Ray names an actor's node only where it is not the driver's.
+    #[test]
+    fn a_ray_actor_prefix_says_whether_it_named_the_node_ray_2_x() {
+        let f = plain(b"(RayWorkerVllm pid=409241) [E ProcessGroupNCCL.cpp:474] x");
+        assert_eq!((f.who.pid, f.ray_node_named), (Some(409241), Some(false)));
+        let f = plain(b"(RayWorkerVllm pid=409241, ip=10.0.0.7) x");
+        assert_eq!(f.ray_node_named, Some(true));
+        assert_eq!(plain(b"[rank1]: x").ray_node_named, None);
     }
 
     #[test]

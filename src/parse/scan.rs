@@ -19,7 +19,8 @@ use crate::ingest::lines::{Chunk, ChunkReader, LineStats, stream_buffer};
 use crate::ingest::open::open_decompressed;
 use crate::ingest::sniff::{FileKind, FileProfile, SNIFF_BYTES, TableKind, sniff};
 use crate::model::{
-    Event, EventKind, FieldList, Fields, Origin, PeerLink, RawTime, SysRecord, Value, Who,
+    Event, EventKind, FieldList, Fields, Origin, PeerLink, RawTime, RayActorLines, SysRecord,
+    Value, Who,
 };
 
 use super::frame::{Frame, frame};
@@ -63,6 +64,7 @@ pub struct FileParse {
     pub records: Vec<SysRecord>,
     /// Every NCCL channel line's two ends; `anchor` indexes `events`.
     pub links: Vec<PeerLink>,
+    pub ray_actor_lines: RayActorLines,
 }
 
 /// Parses one input file with `grammar`.
@@ -571,6 +573,11 @@ impl<'a> Scanner<'a> {
         let mut who = framed.who;
         who.fill_from(&self.base_who);
         self.out.matched_lines += 1;
+        match framed.ray_node_named {
+            Some(false) => self.out.ray_actor_lines.on_driver_node += 1,
+            Some(true) => self.out.ray_actor_lines.elsewhere += 1,
+            None => {}
+        }
         let next = self.out.events.len() as u32;
         let read = read_fields(&mut self.repeat_key, pattern, &who, &fields);
         let anchor = if read.repeats {

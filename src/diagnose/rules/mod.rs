@@ -133,7 +133,7 @@ pub fn hypotheses(
 pub use fabric::{FabricFacts, FabricReview, fabric_review};
 pub use fr_analysis::analysed_collective;
 pub use gpu::cuda_error_text;
-pub use peer_path::{nccl_tests_run, the_one_host};
+pub use peer_path::{nccl_tests_run, on_one_host};
 pub use process::culprit_deaths;
 pub use ras_report::{ras_collective, ras_shows_a_hang, ras_shows_lost_processes};
 pub use stacks::{dumped_collective, dumps_show_a_wait};

@@ -86,10 +86,17 @@ pub fn stuck_between_gpus(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothes
         return None;
     }
     let run = nccl_tests_run(ctx.job);
-    let host = one_host(ctx.job, run.as_ref())?;
+    let host = one_host(ctx.job, run.as_ref());
+    let driver_node = host.is_none() && on_ray_driver_node(ctx.job);
+    if host.is_none() && !driver_node {
+        return None;
+    }
     let mut h = Hypothesis::new(CauseKind::GpuFault);
     h.value("variant", "p2p_hang");
-    h.host = Some(host);
+    h.host = host;
+    if driver_node {
+        h.value("host", "the Ray driver's node");
+    }
     let mut details = Vec::new();
     if let Some(detail) = first_collective_never_finished(ctx, hang, &mut h) {
         details.push(detail);
@@ -144,7 +151,15 @@ fn first_collective_never_finished(
             .timed_out
             .iter()
             .all(|&r| never_completed(ctx.job, &hang.pg, r));
-    let agree = hang.sizes.values().collect::<BTreeSet<_>>().len() <= 1;
+    // A line that kept no size (a cut paste, the watchdog's terminate
+    // line) disagrees with none.
+    let ops: BTreeSet<&str> = hang
+        .sizes
+        .values()
+        .filter_map(|(op, _)| op.as_deref())
+        .collect();
+    let sizes: BTreeSet<i64> = hang.sizes.values().filter_map(|(_, n)| *n).collect();
+    let agree = ops.len() <= 1 && sizes.len() <= 1;
     // A rank with no line at all may be cut from a paste; many are ranks
     // the logs do not cover, one of which may be the one not there.
     let all_in = hang.laggards.is_empty()
@@ -221,19 +236,44 @@ fn one_host(job: &Job, run: Option<&TestRun>) -> Option<String> {
     let [host] = hosts.into_iter().collect::<Vec<_>>()[..] else {
         return None;
     };
-    let over_network = job
-        .events_where(|k| k == EventKind::NcclChannel)
+    (!over_network(job)).then(|| host.to_string())
+}
+
+/// Every rank of the job ran on one host, where the logs show one (with
+/// an nccl-tests run's rank lines, and no channel over the network), or
+/// all its lines are Ray actors' on the driver's node.
+pub fn on_one_host(job: &Job) -> bool {
+    one_host(job, nccl_tests_run(job).as_ref()).is_some() || on_ray_driver_node(job)
+}
+
+/// No line names a host, and every line that names a rank is a Ray
+/// actor's that Ray printed without its node: Ray adds `ip=` to an actor's
+/// prefix only where the actor runs on another node than the driver
+/// (`print_worker_logs`, Ray 1.x–2.x), so all of them ran beside it.
+fn on_ray_driver_node(job: &Job) -> bool {
+    if !job.hosts_seen().is_empty() || over_network(job) {
+        return false;
+    }
+    let beside_driver = |file: usize| {
+        job.files.get(file).is_some_and(|f| {
+            f.ray_actor_lines.on_driver_node > 0 && f.ray_actor_lines.elsewhere == 0
+        })
+    };
+    let mut ranked = job
+        .events
+        .iter()
+        .filter(|e| e.who.rank.is_some())
+        .peekable();
+    ranked.peek().is_some() && ranked.all(|e| beside_driver(e.origin.file.0 as usize))
+}
+
+/// A channel of the job goes through the network.
+fn over_network(job: &Job) -> bool {
+    job.events_where(|k| k == EventKind::NcclChannel)
         .any(|(_, e)| {
             e.text_field("transport")
                 .is_some_and(|t| t.starts_with("NET/") || t.starts_with("COLLNET"))
-        });
-    (!over_network).then(|| host.to_string())
-}
-
-/// The one host every rank of the job ran on, where the logs show one
-/// (with an nccl-tests run's rank lines, and no channel over the network).
-pub fn the_one_host(job: &Job) -> Option<String> {
-    one_host(job, nccl_tests_run(job).as_ref())
+        })
 }
 
 /// NCCL_P2P_DISABLE=1 takes peer-to-peer out of the picture.
