@@ -52,9 +52,29 @@ pub fn find(
         seq,
         ..Hang::default()
     };
+    let entered = read_group_states(job, &mut hang);
+    let accounted = |rank: &u32| {
+        hang.timed_out.contains(rank)
+            || entered.contains(rank)
+            || dead.contains(rank)
+            || erroring.contains(rank)
+            || hang.laggards.contains_key(rank)
+    };
+    let (silent, no_logs) = unaccounted(job, &hang, with_logs, accounted);
+    hang.silent = silent;
+    hang.no_logs = no_logs;
+    set_apart_cut_off(job, timeline, &mut hang);
+    Some(hang)
+}
+
+/// Reads every rank's state in the hung group: who timed out, who is
+/// behind, the op and size each failed in, and the op most name. Returns
+/// the ranks whose own status (a dump signal, a Flight Recorder entry)
+/// shows the hung work enqueued: they entered it and wait there, reported
+/// or not.
+fn read_group_states(job: &Job, hang: &mut Hang) -> BTreeSet<u32> {
+    let (pg, seq) = (hang.pg.clone(), hang.seq);
     let mut ops: BTreeMap<String, usize> = BTreeMap::new();
-    // Ranks whose own status (a dump signal, a Flight Recorder entry) shows
-    // the hung work enqueued: they entered it and wait there, reported or not.
     let mut entered: BTreeSet<u32> = BTreeSet::new();
     for ((p, rank), st) in job
         .pg_states
@@ -96,6 +116,17 @@ pub fn find(
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
         .map(|(op, _)| op);
+    entered
+}
+
+/// The ranks of the hung group that neither reported, entered, died nor
+/// fell behind: (silent with lines of their own, without any line).
+fn unaccounted(
+    job: &Job,
+    hang: &Hang,
+    with_logs: &BTreeSet<u32>,
+    accounted: impl Fn(&u32) -> bool,
+) -> (BTreeSet<u32>, BTreeSet<u32>) {
     // A rank the launcher reports stopped existed even when no line of its
     // own was recognised: if it did not time out, it is silent.
     let stopped: BTreeSet<u32> = job.deaths.iter().filter_map(|d| d.rank).collect();
@@ -111,25 +142,13 @@ pub fn find(
     }
     // A subgroup's members are not known from its lines: with one rank
     // reporting its timeout, the others seen elsewhere need not belong to it.
-    if pg != "0" && hang.timed_out.len() < 2 {
+    if hang.pg != "0" && hang.timed_out.len() < 2 {
         ranks.clear();
     }
-    for rank in ranks {
-        let accounted = hang.timed_out.contains(&rank)
-            || entered.contains(&rank)
-            || dead.contains(&rank)
-            || erroring.contains(&rank);
-        if accounted || hang.laggards.contains_key(&rank) {
-            continue;
-        }
-        if with_logs.contains(&rank) {
-            hang.silent.insert(rank);
-        } else {
-            hang.no_logs.insert(rank);
-        }
-    }
-    set_apart_cut_off(job, timeline, &mut hang);
-    Some(hang)
+    ranks
+        .into_iter()
+        .filter(|r| !accounted(r))
+        .partition(|r| with_logs.contains(r))
 }
 
 /// torchrun stops a host's remaining workers as soon as one of them fails,
