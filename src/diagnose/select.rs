@@ -420,86 +420,86 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         || super::rules::dumps_show_a_wait(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || super::rules::ras_shows_lost_processes(ctx)
-        || job.events.iter().any(|e| {
-            // srun reports every task it stopped for a cancel as Terminated.
-            if cancelled
-                && e.kind == EventKind::TaskExited
-                && e.text_field("what") == Some("Terminated")
-            {
-                return false;
-            }
-            matches!(
-                e.kind,
-                EventKind::IbCompletionError
-                    | EventKind::IbAsyncEvent
-                    | EventKind::VerbsCallFailed
-                    | EventKind::SocketError
-                    | EventKind::BootstrapError
-                    | EventKind::OfiError
-                    | EventKind::ShmFailure
-                    | EventKind::NvlsFailure
-                    | EventKind::ProxyError
-                    | EventKind::CudaFailure
-                    | EventKind::WatchdogTimeout
-                    | EventKind::WatchdogException
-                    | EventKind::PgStatus
-                    | EventKind::NcclErrorReport
-                    | EventKind::CommAborted
-                    | EventKind::HeartbeatStuck
-                    | EventKind::CollectiveMismatch
-                    | EventKind::WorkerFailed
-                    | EventKind::TaskExited
-                    | EventKind::UniqueIdWait
-                    | EventKind::StoreWait
-                    // Only a traceback (or a dump of the hung process) shows
-                    // a process inside main_process_first: its barrier raised.
-                    | EventKind::MainProcessWait
-                    | EventKind::BarrierReport
-                    | EventKind::HorovodStall
-                    | EventKind::TopologyFileError
-                    | EventKind::ProcessSignaled
-                    | EventKind::InvalidRank
-                    | EventKind::NoAlgorithm
-            )
-        })
-        // Gloo's loopback fallback is only a warning, a store connect that
-        // will be retried only a retry; their failures are failures.
-        || job.events.iter().any(|e| {
-            (e.kind == EventKind::GlooInterface
-                && e.text_field("what") != Some("loopback_fallback"))
-                || (e.kind == EventKind::StoreConnect
-                    && matches!(e.text_field("what"), Some("timeout" | "clients_timeout")))
-                // A store name that did not resolve while no communicator
-                // came up (torch 1.13+ retries it, so alone later it is not).
-                || (e.kind == EventKind::StoreConnect
-                    && e.text_field("what") == Some("unresolved")
-                    && !came_up)
-                // NCCL retrying a refused or timed-out connect while no
-                // communicator came up: its set-up was failing.
-                || (e.kind == EventKind::SocketRetry && !came_up)
-                // nccl-tests relaying a failed check: the run failed, even
-                // where the check's own line was cut from the log.
-                || (e.kind == EventKind::NcclTestsTable && e.text_field("what") == Some("failure"))
-                // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
-                || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
-                // Install lines a grammar marks `sign` (a plugin's load
-                // error, no libibverbs: how a host without that network
-                // looks) are signs, not failures.
-                || (e.kind == EventKind::NcclInstall && e.text_field("sign").is_none())
-                // A traceback ending in a CUDA error: that process died of it.
-                || (e.kind == EventKind::PythonException
-                    && super::rules::cuda_error_text(e).is_some())
-                || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
-                || is_fr_block(e)
-        })
         || job
             .events
             .iter()
-            .any(|e| e.kind == EventKind::NcclErrorChain && e.int("result").is_some_and(|r| r != 0))
-        || job
-            .events
-            .iter()
-            .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_some())
+            .any(|e| is_failure(e, cancelled) || fails_in_context(e, came_up))
+}
+
+/// An event that is a failure by its kind; srun's `Terminated` for the
+/// tasks it stopped for a cancel is none.
+fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
+    if cancelled && e.kind == EventKind::TaskExited && e.text_field("what") == Some("Terminated") {
+        return false;
+    }
+    matches!(
+        e.kind,
+        EventKind::IbCompletionError
+                | EventKind::IbAsyncEvent
+                | EventKind::VerbsCallFailed
+                | EventKind::SocketError
+                | EventKind::BootstrapError
+                | EventKind::OfiError
+                | EventKind::ShmFailure
+                | EventKind::NvlsFailure
+                | EventKind::ProxyError
+                | EventKind::CudaFailure
+                | EventKind::WatchdogTimeout
+                | EventKind::WatchdogException
+                | EventKind::PgStatus
+                | EventKind::NcclErrorReport
+                | EventKind::CommAborted
+                | EventKind::HeartbeatStuck
+                | EventKind::CollectiveMismatch
+                | EventKind::WorkerFailed
+                | EventKind::TaskExited
+                | EventKind::UniqueIdWait
+                | EventKind::StoreWait
+                // Only a traceback (or a dump of the hung process) shows
+                // a process inside main_process_first: its barrier raised.
+                | EventKind::MainProcessWait
+                | EventKind::BarrierReport
+                | EventKind::HorovodStall
+                | EventKind::TopologyFileError
+                | EventKind::ProcessSignaled
+                | EventKind::InvalidRank
+                | EventKind::NoAlgorithm
+    )
+}
+
+/// An event whose kind is a failure only with what it says, or only while
+/// no communicator came up.
+fn fails_in_context(e: &crate::model::Event, came_up: bool) -> bool {
+    // Gloo's loopback fallback is only a warning, a store connect that will
+    // be retried only a retry; their failures are failures.
+    (e.kind == EventKind::GlooInterface
+            && e.text_field("what") != Some("loopback_fallback"))
+            || (e.kind == EventKind::StoreConnect
+                && matches!(e.text_field("what"), Some("timeout" | "clients_timeout")))
+            // A store name that did not resolve while no communicator
+            // came up (torch 1.13+ retries it, so alone later it is not).
+            || (e.kind == EventKind::StoreConnect
+                && e.text_field("what") == Some("unresolved")
+                && !came_up)
+            // NCCL retrying a refused or timed-out connect while no
+            // communicator came up: its set-up was failing.
+            || (e.kind == EventKind::SocketRetry && !came_up)
+            // nccl-tests relaying a failed check: the run failed, even
+            // where the check's own line was cut from the log.
+            || (e.kind == EventKind::NcclTestsTable && e.text_field("what") == Some("failure"))
+            // NCCL 2.30 reports ranks sharing a GPU at INFO, allowed or not.
+            || (e.kind == EventKind::DuplicateGpu && e.text_field("what") != Some("detected"))
+            // Install lines a grammar marks `sign` (a plugin's load
+            // error, no libibverbs: how a host without that network
+            // looks) are signs, not failures.
+            || (e.kind == EventKind::NcclInstall && e.text_field("sign").is_none())
+            // A traceback ending in a CUDA error: that process died of it.
+            || (e.kind == EventKind::PythonException
+                && super::rules::cuda_error_text(e).is_some())
+            || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
+            || is_fr_block(e)
+        || (e.kind == EventKind::NcclErrorChain && e.int("result").is_some_and(|r| r != 0))
+        || (e.kind == EventKind::JobCancelled && e.text_field("reason").is_some())
 }
 
 /// The job finished: the launcher said so, communicators were destroyed
