@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::summary::JobRow;
-use crate::grammar::knowledge::{Knowledge, PeerRole};
+use crate::grammar::knowledge::{FaultOf, Knowledge, PeerRole};
 use crate::model::CauseKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,6 +39,10 @@ fn implicated(row: &JobRow, kb: &Knowledge) -> Vec<(&'static str, String, String
     let Some(host) = row.host.clone() else {
         return Vec::new();
     };
+    let kind = row.cause.as_deref().and_then(CauseKind::from_name);
+    if kind.is_some_and(|k| kb.cause(k).fault == FaultOf::Software) {
+        return Vec::new();
+    }
     let mut out = vec![("host", host.clone(), host.clone())];
     if let Some(dev) = &row.device {
         let port = row.port.map_or(String::new(), |p| format!(" port {p}"));
@@ -47,11 +51,7 @@ fn implicated(row: &JobRow, kb: &Knowledge) -> Vec<(&'static str, String, String
     if let Some(gpu) = &row.gpu_bus_id {
         out.push(("gpu", format!("{host} GPU {gpu}"), host.clone()));
     }
-    let on_path = row
-        .cause
-        .as_deref()
-        .and_then(CauseKind::from_name)
-        .is_some_and(|kind| kb.cause(kind).peer == PeerRole::Path);
+    let on_path = kind.is_some_and(|k| kb.cause(k).peer == PeerRole::Path);
     if let Some(peer) = row.peer_host.as_ref().filter(|p| on_path && **p != host) {
         let (a, b) = if host < *peer {
             (&host, peer)
@@ -188,6 +188,27 @@ mod tests {
             f.offenders
                 .iter()
                 .all(|o| o.jobs == vec!["a".to_string(), "b".to_string()] && o.cost == 80)
+        );
+    }
+
+    /// Ranks that call different collectives are the program's doing: the
+    /// host their odd rank ran on is no repeat offender for it.
+    #[test]
+    fn software_causes_count_against_no_host() {
+        let mut rows = vec![row("a", "node005", None, 8), row("b", "node005", None, 8)];
+        for cause in ["collective_mismatch", "nccl_bug"] {
+            for r in &mut rows {
+                r.cause = Some(cause.into());
+            }
+            assert!(fleet(&rows, &kb()).offenders.is_empty(), "{cause}");
+        }
+        for r in &mut rows {
+            r.cause = Some("rank_stalled".into());
+        }
+        assert_eq!(
+            fleet(&rows, &kb()).offenders.len(),
+            1,
+            "a slow host repeats"
         );
     }
 }

@@ -205,6 +205,16 @@ pub enum PeerRole {
     Path,
 }
 
+/// Whose fault a cause is: a machine's (a host, a NIC, a GPU, a link) or
+/// the software's (the program, the library), which no host answers for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultOf {
+    #[default]
+    Machine,
+    Software,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CauseSpec {
@@ -214,6 +224,8 @@ struct CauseSpec {
     remedy: String,
     #[serde(default)]
     peer: PeerRole,
+    #[serde(default)]
+    fault: FaultOf,
     /// The same cause where it shows differently (a security group on EFA
     /// rather than a host's firewall): a rule names the variant it found.
     #[serde(default)]
@@ -323,6 +335,7 @@ pub struct CauseText {
     pub summary: String,
     pub remedy: String,
     pub peer: PeerRole,
+    pub fault: FaultOf,
     /// Texts of the cause's variants, by name (their own variants empty).
     pub variants: BTreeMap<String, CauseText>,
 }
@@ -421,6 +434,7 @@ impl Knowledge {
                                 summary: v.summary,
                                 remedy: v.remedy,
                                 peer: c.peer,
+                                fault: c.fault,
                                 variants: BTreeMap::new(),
                             };
                             (name, text)
@@ -430,6 +444,7 @@ impl Knowledge {
                     summary: c.summary,
                     remedy: c.remedy,
                     peer: c.peer,
+                    fault: c.fault,
                 },
             );
         }
