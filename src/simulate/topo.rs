@@ -143,22 +143,43 @@ impl<'a> Topo<'a> {
         }
     }
 
-    pub fn tree_parent(&self, host: usize) -> Option<usize> {
-        (host > 0).then(|| (host - 1) / 2)
+    /// `host`'s parent in channel `channel`'s tree.
+    pub fn tree_parent(&self, channel: u32, host: usize) -> Option<usize> {
+        self.dtree(channel, host).0
     }
 
-    pub fn tree_children(&self, host: usize) -> Vec<usize> {
-        [2 * host + 1, 2 * host + 2]
-            .into_iter()
-            .filter(|&c| c < self.hosts)
-            .collect()
+    /// `host`'s children in channel `channel`'s tree.
+    pub fn tree_children(&self, channel: u32, host: usize) -> Vec<usize> {
+        self.dtree(channel, host).1
     }
 
-    /// Hosts joined to `host` by a tree edge.
-    fn tree_neighbours(&self, host: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = self.tree_parent(host).into_iter().collect();
-        v.extend(self.tree_children(host));
-        v
+    /// Hosts joined to `host` by an edge of channel `channel`'s tree.
+    fn tree_neighbours(&self, channel: u32, host: usize) -> Vec<usize> {
+        let (up, mut down) = self.dtree(channel, host);
+        down.splice(0..0, up);
+        down
+    }
+
+    /// NCCL's double binary tree over the hosts (graph/trees.cc,
+    /// `ncclGetDtree`, 2.4+): the first half of the channels use a binary
+    /// tree rooted at host 0, the second half its mirror (an even number of
+    /// hosts) or the same tree shifted by one host (an odd number).
+    fn dtree(&self, channel: u32, host: usize) -> (Option<usize>, Vec<usize>) {
+        let n = self.hosts;
+        let second = self.world_channels() >= 2 && channel >= self.world_channels() / 2;
+        let odd = n % 2 == 1;
+        let into = |h: usize| match (second, odd) {
+            (false, _) => h,
+            (true, true) => (h + n - 1) % n,
+            (true, false) => n - 1 - h,
+        };
+        let back = |h: usize| match (second, odd) {
+            (false, _) => h,
+            (true, true) => (h + 1) % n,
+            (true, false) => n - 1 - h,
+        };
+        let (up, down) = btree(n, into(host));
+        (up.map(back), down.into_iter().map(back).collect())
     }
 
     /// Local ranks whose NICs carry the default group's inter-host traffic.
@@ -181,7 +202,7 @@ impl<'a> Topo<'a> {
             if self.split(prev).0 != host {
                 out.insert(prev);
             }
-            for n in self.tree_neighbours(host) {
+            for n in self.tree_neighbours(c, host) {
                 out.insert(self.join(n, local));
             }
         }
@@ -200,7 +221,7 @@ impl<'a> Topo<'a> {
                 }
             }
             if self.entry(c) == local {
-                for n in self.tree_neighbours(host) {
+                for n in self.tree_neighbours(c, host) {
                     out.insert(self.join(n, local));
                 }
             }
@@ -305,7 +326,7 @@ impl<'a> Topo<'a> {
         let (h, l) = self.split(rank);
         let mut out = Vec::new();
         for c in (0..comm.channels).filter(|&c| self.entry(c) == l) {
-            for n in self.tree_neighbours(h) {
+            for n in self.tree_neighbours(c, h) {
                 let peer = self.join(n, l);
                 out.push(Hop {
                     channel: c,
@@ -387,11 +408,11 @@ impl<'a> Topo<'a> {
                 let mut slots = chain_next.map(i64::from).into_iter().collect::<Vec<_>>();
                 let up = if pos == 0 {
                     slots.extend(
-                        self.tree_children(h)
+                        self.tree_children(c, h)
                             .iter()
                             .map(|&x| i64::from(self.join(x, l))),
                     );
-                    self.tree_parent(h)
+                    self.tree_parent(c, h)
                         .map_or(-1, |p| i64::from(self.join(p, l)))
                 } else {
                     i64::from(self.join(h, (l + self.g - 1) % self.g))
@@ -402,5 +423,79 @@ impl<'a> Topo<'a> {
                 (c, down, up)
             })
             .collect()
+    }
+}
+
+/// NCCL's binary tree of `n` nodes rooted at 0 (`ncclGetBtree`): `rank`'s
+/// parent and children. Each node's lowest set bit says its level; a child
+/// out of range moves up to the largest one in range.
+fn btree(n: usize, rank: usize) -> (Option<usize>, Vec<usize>) {
+    let mut bit = 1;
+    while bit < n && bit & rank == 0 {
+        bit <<= 1;
+    }
+    if rank == 0 {
+        let child = (n > 1).then_some(bit >> 1);
+        return (None, child.into_iter().collect());
+    }
+    let mut up = (rank ^ bit) | (bit << 1);
+    if up >= n {
+        up = rank ^ bit;
+    }
+    let mut lowbit = bit >> 1;
+    if lowbit == 0 {
+        return (Some(up), Vec::new());
+    }
+    let down0 = rank - lowbit;
+    let mut down1 = rank + lowbit;
+    while down1 >= n && lowbit > 0 {
+        lowbit >>= 1;
+        down1 = rank + lowbit;
+    }
+    let down = std::iter::once(down0)
+        .chain((lowbit > 0).then_some(down1))
+        .collect();
+    (Some(up), down)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Topo, btree};
+    use crate::simulate::plan::{Plan, Profile, Scenario, SimOptions};
+
+    /// graph/trees.cc's picture of 14 nodes: 0 → 8; 8 → 4, 12; 12 → 10, 13;
+    /// 13 a leaf under 12; 6 → 5, 7 under 4.
+    #[test]
+    fn binary_tree_as_nccl_draws_it_nccl_2_4() {
+        assert_eq!(btree(14, 0), (None, vec![8]));
+        assert_eq!(btree(14, 8), (Some(0), vec![4, 12]));
+        assert_eq!(btree(14, 12), (Some(8), vec![10, 13]));
+        assert_eq!(btree(14, 13), (Some(12), vec![]));
+        assert_eq!(btree(14, 6), (Some(4), vec![5, 7]));
+        assert_eq!(btree(1, 0), (None, vec![]));
+        assert_eq!(btree(2, 1), (Some(0), vec![]));
+    }
+
+    /// Four hosts: tree 0 is 0 → 2 → {1, 3}; the second half of the channels
+    /// use its mirror, 3 → 1 → {2, 0}.
+    #[test]
+    fn the_second_half_of_the_channels_use_the_mirrored_tree_nccl_2_4() {
+        let plan = Plan::build(&SimOptions {
+            scenario: Scenario::Healthy,
+            ranks: 32,
+            seed: 1,
+            layout: None,
+            nccl_version: None,
+            torch_version: None,
+            profile: Profile::Small,
+        });
+        let topo = Topo::new(&plan);
+        let last = topo.world_channels() - 1;
+        assert!(last >= 1);
+        assert_eq!(topo.tree_parent(0, 0), None);
+        assert_eq!(topo.tree_children(0, 2), vec![1, 3]);
+        assert_eq!(topo.tree_parent(last, 3), None);
+        assert_eq!(topo.tree_children(last, 1), vec![2, 0]);
+        assert_eq!(topo.tree_parent(last, 0), Some(1));
     }
 }
