@@ -3,8 +3,8 @@
 //! the wrong process, traffic went to an address every host has a copy of.
 //! Connects that failed are only collected here (`connects.rs` places them).
 
-use crate::diagnose::hypothesis::Source;
-use crate::model::{EventIdx, EventKind};
+use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::{Event, EventIdx, EventKind};
 
 use super::super::Ctx;
 use super::{Leads, keep_host_or_reporters};
@@ -22,11 +22,11 @@ pub(super) fn read(ctx: &Ctx<'_>, leads: &mut Leads) -> Vec<EventIdx> {
                     .text_field("error")
                     .is_some_and(|e| e.contains("interface")) =>
             {
-                keep_host_or_reporters(&mut leads.iface, ev);
-                leads.iface.support(
-                    Source::Nccl,
+                on_reporters_host(
+                    &mut leads.iface,
+                    ev,
+                    idx,
                     0.75,
-                    Some(idx),
                     "NCCL found no usable socket interface",
                 );
                 if let Some(error) = ev.text_field("error") {
@@ -43,12 +43,14 @@ pub(super) fn read(ctx: &Ctx<'_>, leads: &mut Leads) -> Vec<EventIdx> {
                     .get("NCCL_SOCKET_IFNAME")
                     .and_then(|values| values.keys().next())
                     .map_or("", String::as_str);
-                keep_host_or_reporters(&mut leads.iface, ev);
-                leads.iface.support(
-                    Source::Nccl,
+                on_reporters_host(
+                    &mut leads.iface,
+                    ev,
+                    idx,
                     0.6,
-                    Some(idx),
-                    format!("NCCL_SOCKET_IFNAME is `{iface}`; with no such interface on the host NCCL connects with an address it never filled in (an unknown address family)"),
+                    format!(
+                        "NCCL_SOCKET_IFNAME is `{iface}`; with no such interface on the host NCCL connects with an address it never filled in (an unknown address family)"
+                    ),
                 );
                 leads
                     .iface
@@ -66,11 +68,11 @@ pub(super) fn read(ctx: &Ctx<'_>, leads: &mut Leads) -> Vec<EventIdx> {
                         .text_field("error")
                         .is_some_and(|e| e.contains("Cannot assign requested address")) =>
             {
-                keep_host_or_reporters(&mut leads.iface, ev);
-                leads.iface.support(
-                    Source::Nccl,
+                on_reporters_host(
+                    &mut leads.iface,
+                    ev,
+                    idx,
                     0.6,
-                    Some(idx),
                     "NCCL could not bind the address of the interface it chose (`Cannot assign requested address`): that address is not usable on this host",
                 );
             }
@@ -126,4 +128,16 @@ pub(super) fn read(ctx: &Ctx<'_>, leads: &mut Leads) -> Vec<EventIdx> {
         }
     }
     connect_errors
+}
+
+/// Support from a line that blames the host it was printed on.
+fn on_reporters_host(
+    h: &mut Hypothesis,
+    ev: &Event,
+    idx: EventIdx,
+    weight: f64,
+    why: impl Into<String>,
+) {
+    keep_host_or_reporters(h, ev);
+    h.support(Source::Nccl, weight, Some(idx), why);
 }
