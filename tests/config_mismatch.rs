@@ -73,6 +73,36 @@ fn an_even_release_split_leans_to_the_nccl_pytorch_ships_torch_2_4() {
     );
 }
 
+/// `srun --label`, two hosts of four ranks, torch 1.13: its NCCL error is a
+/// plain `RuntimeError` (2.0 made it `DistBackendError`, PR #88134) and
+/// 1.13's wheels ship NCCL 2.14.3. node001 — rank 0's host — runs 2.18.1,
+/// node002 2.14.3: node001 loaded another NCCL, so it is the odd one.
+#[test]
+fn a_runtime_error_dates_pytorch_before_2_0_and_its_nccl_torch_1_13() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in 0..8u32 {
+        let host = if rank < 4 { "node001" } else { "node002" };
+        let (pid, local) = (37000 + rank, rank % 4);
+        log.push_str(&format!(
+            "{rank}: {host}:{pid}:{pid} [{local}] NCCL INFO Bootstrap : Using ib0:10.71.0.{}<0>\n",
+            rank / 4 + 1
+        ));
+    }
+    for (rank, host, version) in [(0, "node001", "2.18.1"), (4, "node002", "2.14.3")] {
+        log.push_str(&format!("{rank}: NCCL version {version}+cuda11.7\n"));
+        log.push_str(&format!("{rank}: {host}:{}:{} [0] bootstrap.cc:72 NCCL WARN Message truncated : received 4595 bytes instead of 4677\n", 37000 + rank, 37100 + rank));
+        log.push_str(&format!("{rank}: RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, internal error, NCCL version {version}\n"));
+    }
+    write(dir.path(), "slurm-149866.out", &log);
+    assert_odd_host(
+        dir.path(),
+        "node001",
+        &[0, 1, 2, 3],
+        "whose wheels ship NCCL 2.14.3",
+    );
+}
+
 /// The verdict names `host` as the odd one with its `ranks`, and one piece
 /// of its evidence says `why`.
 fn assert_odd_host(job: &std::path::Path, host: &str, ranks: &[u64], why: &str) {
