@@ -29,7 +29,11 @@ struct MarksFile {
 #[serde(deny_unknown_fields)]
 struct TorchMarkSpec {
     id: String,
-    pattern: String,
+    pattern: PatternIds,
+    #[serde(default)]
+    present: Vec<String>,
+    #[serde(default)]
+    absent: Vec<String>,
     #[serde(default)]
     field: Option<String>,
     #[serde(default)]
@@ -40,6 +44,24 @@ struct TorchMarkSpec {
     hooked: bool,
     releases: String,
     source: String,
+}
+
+/// One grammar pattern id, or a list of them for a format several lines
+/// share (the process group prefix of every watchdog line).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PatternIds {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl PatternIds {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            PatternIds::One(id) => vec![id],
+            PatternIds::Many(ids) => ids,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,7 +111,11 @@ impl ReleaseMark {
 #[derive(Debug, Clone)]
 pub struct TorchMark {
     pub id: String,
-    pub pattern: String,
+    /// The grammar patterns whose lines it reads.
+    pub patterns: Vec<String>,
+    /// Fields the line must have, and fields it must not.
+    pub present: Vec<String>,
+    pub absent: Vec<String>,
     /// (field, the text it starts with)
     pub field_start: Option<(String, String)>,
     pub stamped: Option<bool>,
@@ -101,7 +127,10 @@ pub struct TorchMark {
 impl TorchMark {
     /// Whether the event is a line in this format.
     pub fn fits(&self, ev: &Event) -> bool {
-        if ev.pattern != self.pattern {
+        if !self.patterns.iter().any(|p| p == ev.pattern)
+            || !self.present.iter().all(|f| ev.fields.get(f).is_some())
+            || !self.absent.iter().all(|f| ev.fields.get(f).is_none())
+        {
             return false;
         }
         let field_fits = self.field_start.as_ref().is_none_or(|(field, start)| {
@@ -218,13 +247,15 @@ fn torch_mark(spec: TorchMarkSpec) -> Result<TorchMark, (String, String)> {
         (None, None) => None,
         _ => return bad("`field` and `starts_with` go together"),
     };
-    if field_start.is_none() && spec.stamped.is_none() && !spec.hooked {
-        return bad("a mark needs a field's start, `stamped` or `hooked`");
+    if field_start.is_none() && spec.stamped.is_none() && !spec.hooked && spec.present.is_empty() {
+        return bad("a mark needs a present field, a field's start, `stamped` or `hooked`");
     }
     let releases = VersionRange::parse(&spec.releases).map_err(|e| (spec.id.clone(), e))?;
     Ok(TorchMark {
         id: spec.id,
-        pattern: spec.pattern,
+        patterns: spec.pattern.into_vec(),
+        present: spec.present,
+        absent: spec.absent,
         field_start,
         stamped: spec.stamped,
         hooked: spec.hooked,
@@ -319,6 +350,28 @@ mod tests {
             let fits = torch_fitting(line);
             assert!(!fits.contains(&"error_report_through_excepthook"), "{line}");
         }
+    }
+
+    #[test]
+    fn the_watchdogs_process_group_prefix_dates_pytorch_2_3_2_4_and_2_5() {
+        let v2_3 = "[rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 1] Timeout at NCCL work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.";
+        let v2_4 = "[rank1]:[E724 07:09:24.792091133 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or timeout) detected by watchdog at work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.";
+        let v2_5 = "[rank5]:[E126 01:18:04.728765521 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 5] Timeout at NCCL work: 14217, last enqueued NCCL work: 14221, last completed NCCL work: 14216.";
+        let v2_8 = "[rank15]:[E510 00:18:19.328151517 ProcessGroupNCCL.cpp:2168] [PG ID 4 PG GUID 20(mesh_tp) Rank 1]  failure detected by watchdog at work sequence id: 3 PG status: last enqueued work: 3, last completed work: 2";
+        let in_range = |line: &str, torch: &str| {
+            let releases = builtin().unwrap();
+            let fits = torch_fitting(line);
+            assert!(!fits.is_empty(), "{line}");
+            let v = NcclVersion::parse(torch).unwrap();
+            fits.iter().all(|id| {
+                let mark = releases.torch.iter().find(|m| m.id == *id).unwrap();
+                mark.releases.contains(&v)
+            })
+        };
+        assert!(in_range(v2_3, "2.3.1") && in_range(v2_3, "2.4.1") && !in_range(v2_3, "2.5.1"));
+        assert!(in_range(v2_4, "2.4.1") && !in_range(v2_4, "2.3.1") && !in_range(v2_4, "2.5.1"));
+        assert!(in_range(v2_5, "2.5.1") && in_range(v2_5, "2.8.0") && !in_range(v2_5, "2.4.1"));
+        assert!(in_range(v2_8, "2.8.0") && !in_range(v2_8, "2.4.1"));
     }
 
     fn allowed(line: &str, version: &str) -> bool {

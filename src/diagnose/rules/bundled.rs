@@ -51,7 +51,11 @@ pub fn shipped_nccl(job: &Job) -> Option<Shipped> {
 
 /// Each PyTorch mark some line fits, with the first such line.
 fn fitted_marks(job: &Job, releases: &Releases) -> BTreeMap<usize, EventIdx> {
-    let patterns: BTreeSet<&str> = releases.torch.iter().map(|m| m.pattern.as_str()).collect();
+    let patterns: BTreeSet<&str> = releases
+        .torch
+        .iter()
+        .flat_map(|m| m.patterns.iter().map(String::as_str))
+        .collect();
     let mut fitted = BTreeMap::new();
     for (idx, ev) in job.events.iter().enumerate() {
         if !patterns.contains(ev.pattern) {
