@@ -271,3 +271,70 @@ fn a_low_locked_memory_limit_beside_a_failed_registration_is_cited_bash_ulimit()
     let v = common::analyze_to_json(dir.path())["verdict"].clone();
     assert_eq!(v["cause"]["confidence"].as_f64().unwrap(), base, "{v:#}");
 }
+
+/// `srun --label`, NCCL_DEBUG=WARN, NCCL 2.18: the job script echoes its
+/// environment (`NCCL_IB_GID_INDEX=3`), the only line that says the index
+/// was set. Index 3 is the IPv4 RoCE v2 entry on every port but node002's
+/// mlx5_1, where an IPv6 address took it. Both ends of the failed queue
+/// pairs report `ibv_modify_qp … Invalid argument`: rank 5 (node002, behind
+/// mlx5_1) and its peer rank 1 on node001; the port is node002's mlx5_1,
+/// and the peer on node001 is a victim.
+#[test]
+fn an_echoed_gid_index_points_at_the_port_whose_entry_is_not_ipv4_nccl_2_18() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log =
+        String::from("NCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=3\n0: NCCL version 2.18.1+cuda12.1\n");
+    for (r, host) in [(1u32, "node001"), (5, "node002")] {
+        log.push_str(&format!(
+            "{r}: {host}:{}:{} [{r}] misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Invalid argument\n",
+            700 + r,
+            740 + r
+        ));
+    }
+    write(dir.path(), "slurm-5120.out", &log);
+    let gids = |octet: u32, odd: bool| {
+        let mut t = String::from(
+            "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n",
+        );
+        for (dev, net) in [("mlx5_0", "ens1f0np0"), ("mlx5_1", "ens2f0np0")] {
+            t.push_str(&format!(
+                "{dev}\t1\t0\tfe80:0000:0000:0000:0e42:a1ff:fe3e:eb{octet:02x}\t\t\tv1\t{net}\n"
+            ));
+            t.push_str(&format!(
+                "{dev}\t1\t1\tfe80:0000:0000:0000:0e42:a1ff:fe3e:eb{octet:02x}\t\t\tv2\t{net}\n"
+            ));
+            let ipv4 = |i: u32| {
+                format!(
+                    "{dev}\t1\t{i}\t0000:0000:0000:0000:0000:ffff:0a02:00{octet:02x}\t10.2.0.{octet}  \tv{}\t{net}\n",
+                    i % 2 + 1
+                )
+            };
+            if odd && dev == "mlx5_1" {
+                t.push_str(&format!(
+                    "{dev}\t1\t2\tfd7a:1c00:0002:0000:0e42:a1ff:fe7b:67{octet:02x}\t\t\tv1\t{net}\n"
+                ));
+                t.push_str(&format!(
+                    "{dev}\t1\t3\tfd7a:1c00:0002:0000:0e42:a1ff:fe7b:67{octet:02x}\t\t\tv2\t{net}\n"
+                ));
+                t.push_str(&ipv4(4));
+                t.push_str(&ipv4(5));
+            } else {
+                t.push_str(&ipv4(2));
+                t.push_str(&ipv4(3));
+            }
+        }
+        t
+    };
+    write(dir.path(), "node001/show_gids.txt", &gids(11, false));
+    write(dir.path(), "node002/show_gids.txt", &gids(12, true));
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(
+        doc["job"]["settings"]["NCCL_IB_GID_INDEX"],
+        serde_json::json!(["3"])
+    );
+    assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node002", "{v:#}");
+    assert_eq!(v["cause"]["device"], "mlx5_1", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+}

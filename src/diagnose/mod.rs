@@ -40,7 +40,8 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let with_logs = hang::ranks_with_logs(job);
     let hang = hang::find(job, ctx.timeline, &dead, &erroring, &with_logs);
     let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
-    let hyps = select::merge(hyps);
+    let mut hyps = select::merge(job, hyps);
+    select::ranks_behind_the_port(job, &mut hyps);
     let hyps = select::explain(hyps, &kb.explains);
     let mut hyps = stall_explained::fold_into_device_faults(hyps);
     hyps.iter_mut().for_each(|h| fill_port(job, h));

@@ -21,7 +21,7 @@ pub struct Choice {
 
 /// Folds hypotheses of one kind about one host together: a crash seen in the
 /// launcher's summary and in the peers' closed sockets is one crash.
-pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+pub fn merge(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     let (placed, loose): (Vec<Hypothesis>, Vec<Hypothesis>) =
         hyps.into_iter().partition(|h| h.device.is_some());
     let (by_lid, placed): (Vec<Hypothesis>, Vec<Hypothesis>) = placed
@@ -60,10 +60,65 @@ pub fn merge(hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
             });
         match best {
             Some(o) => absorb(o, h),
-            None => out.push(h),
+            None => match on_a_reporters_host(job, &mut out, &h) {
+                Some(o) => absorb(o, h),
+                None => out.push(h),
+            },
         }
     }
     out
+}
+
+/// A cause its reporters on several hosts name without a place (both ends
+/// of a queue pair fail alike; the hypothesis sits on the first one's
+/// host) is the one port of that kind some source pins on one of their
+/// hosts, where exactly one is.
+fn on_a_reporters_host<'o>(
+    job: &Job,
+    out: &'o mut [Hypothesis],
+    h: &Hypothesis,
+) -> Option<&'o mut Hypothesis> {
+    let hosts: BTreeSet<&str> = h
+        .ranks
+        .iter()
+        .filter_map(|&r| job.short_host_of_rank(r))
+        .collect();
+    if hosts.len() < 2 {
+        return None;
+    }
+    let mut pinned = out.iter_mut().filter(|o| {
+        o.kind == h.kind
+            && o.device.is_some()
+            && o.host
+                .as_deref()
+                .is_some_and(|host| hosts.contains(short_host_of(host).as_str()))
+    });
+    match (pinned.next(), pinned.next()) {
+        (Some(o), None) => Some(o),
+        _ => None,
+    }
+}
+
+/// A fault pinned to one port of one host stalls the ranks behind that
+/// port; failures its peers on other hosts report (both ends of a queue
+/// pair fail to connect to a GID that does not route) make them victims,
+/// not culprits. Where some of a placed cause's ranks run on its host, the
+/// others go.
+pub fn ranks_behind_the_port(job: &Job, hyps: &mut [Hypothesis]) {
+    for h in hyps.iter_mut().filter(|h| h.device.is_some()) {
+        let Some(host) = h.host.as_deref().map(short_host_of) else {
+            continue;
+        };
+        let on_host: BTreeSet<u32> = h
+            .ranks
+            .iter()
+            .copied()
+            .filter(|&r| job.short_host_of_rank(r) == Some(host.as_str()))
+            .collect();
+        if !on_host.is_empty() {
+            h.ranks = on_host;
+        }
+    }
 }
 
 /// Where one cause explains another's symptoms on the same host and NIC
@@ -415,15 +470,84 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         .iter()
         .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
     let came_up = job.a_comm_came_up();
+    let ran_out_of_time = trained_until_the_time_limit(ctx);
+    let stopped = stopped_by_the_scheduler(job, cancelled || ran_out_of_time);
     job.deaths.iter().any(|d| !d.consequence)
         || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
         || super::rules::dumps_show_a_wait(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || super::rules::ras_shows_lost_processes(ctx)
-        || job
-            .events
-            .iter()
-            .any(|e| is_failure(e, cancelled) || fails_in_context(e, came_up))
+        || job.events.iter().any(|e| {
+            (is_failure(e, cancelled) && !stopped(e))
+                || fails_in_context(e, came_up)
+                || (time_limit(e) && !ran_out_of_time)
+        })
+}
+
+/// Where the scheduler's cancel was no failure (a user's scancel, a time
+/// limit reached while still training): whether an event is srun's report
+/// of a task the cancel stopped, below the cancel in the same output.
+fn stopped_by_the_scheduler(
+    job: &Job,
+    harmless: bool,
+) -> impl Fn(&crate::model::Event) -> bool + '_ {
+    let mut cancels: std::collections::BTreeMap<crate::model::FileId, u64> = Default::default();
+    if harmless {
+        for (_, e) in job.events_where(|k| k == EventKind::JobCancelled) {
+            let line = cancels.entry(e.origin.file).or_insert(e.origin.line);
+            *line = (*line).min(e.origin.line);
+        }
+    }
+    move |e| {
+        e.kind == EventKind::TaskExited
+            && cancels
+                .get(&e.origin.file)
+                .is_some_and(|&at| e.origin.line > at)
+    }
+}
+
+/// The scheduler stopped the job at its time limit.
+fn time_limit(e: &crate::model::Event) -> bool {
+    e.kind == EventKind::JobCancelled && e.text_field("reason").is_some()
+}
+
+/// How close to the time limit the training loop's last report must be for
+/// the job to have run out of time rather than hung: this long, or three
+/// of its last reporting intervals where those are longer.
+const LAST_STEP_WITHIN: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+
+/// A job stopped at its time limit is a failure only where it had stopped
+/// working before: a hang the limit ended. Where its training loop still
+/// reported steps (or a progress bar moved) shortly before the limit, it
+/// simply ran out of time (jobs chained across allocations do so every
+/// time).
+fn trained_until_the_time_limit(ctx: &Ctx<'_>) -> bool {
+    let job = ctx.job;
+    let Some(limit) = job
+        .events_where(|k| k == EventKind::JobCancelled)
+        .filter(|(_, e)| time_limit(e))
+        .filter_map(|(_, e)| {
+            let at = e.text_field("at")?;
+            chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%S").ok()
+        })
+        .min()
+    else {
+        return false;
+    };
+    let mut steps: Vec<chrono::NaiveDateTime> = job
+        .events_where(|k| matches!(k, EventKind::TrainingStep | EventKind::ProgressBar))
+        .filter_map(|(i, _)| ctx.timeline.time_of(i))
+        .filter(|&t| t <= limit + chrono::TimeDelta::minutes(1))
+        .collect();
+    steps.sort();
+    let Some(&last) = steps.last() else {
+        return false;
+    };
+    let interval = match steps[..] {
+        [.., before, last] => last - before,
+        _ => chrono::TimeDelta::zero(),
+    };
+    limit - last <= LAST_STEP_WITHIN.max(interval * 3)
 }
 
 /// An event that is a failure by its kind; srun's `Terminated` for the
@@ -499,7 +623,6 @@ fn fails_in_context(e: &crate::model::Event, came_up: bool) -> bool {
             || (e.kind == EventKind::AppDesync && e.text_field("what") == Some("all_gather_list"))
             || is_fr_block(e)
         || (e.kind == EventKind::NcclErrorChain && e.int("result").is_some_and(|r| r != 0))
-        || (e.kind == EventKind::JobCancelled && e.text_field("reason").is_some())
 }
 
 /// The job finished: the launcher said so, communicators were destroyed
@@ -722,7 +845,10 @@ mod tests {
 
     #[test]
     fn a_port_known_by_its_lid_joins_the_one_named_port_of_its_host() {
-        let merged = merge(vec![loss_on("n1", "Lid 17"), loss_on("n1", "mlx5_7")]);
+        let merged = merge(
+            &Job::default(),
+            vec![loss_on("n1", "Lid 17"), loss_on("n1", "mlx5_7")],
+        );
         assert_eq!(merged.len(), 1, "{merged:?}");
         assert_eq!(merged[0].device.as_deref(), Some("mlx5_7"));
         assert_eq!(merged[0].support.len(), 2);
@@ -770,13 +896,19 @@ mod tests {
 
     #[test]
     fn a_lid_stays_apart_where_several_ports_or_another_host_could_be_it() {
-        let two = merge(vec![
-            loss_on("n1", "Lid 17"),
-            loss_on("n1", "mlx5_6"),
-            loss_on("n1", "mlx5_7"),
-        ]);
+        let two = merge(
+            &Job::default(),
+            vec![
+                loss_on("n1", "Lid 17"),
+                loss_on("n1", "mlx5_6"),
+                loss_on("n1", "mlx5_7"),
+            ],
+        );
         assert_eq!(two.len(), 3, "{two:?}");
-        let elsewhere = merge(vec![loss_on("n1", "Lid 17"), loss_on("n2", "mlx5_7")]);
+        let elsewhere = merge(
+            &Job::default(),
+            vec![loss_on("n1", "Lid 17"), loss_on("n2", "mlx5_7")],
+        );
         assert_eq!(elsewhere.len(), 2, "{elsewhere:?}");
     }
 }

@@ -255,6 +255,10 @@ event_kinds! {
     /// A progress bar (tqdm and its look-alikes): the work a process was
     /// still doing, and for how long it had run.
     ProgressBar => "progress_bar",
+    /// A training loop's step report with its loss (Megatron, Hugging
+    /// Face, nanoGPT, torchtitan, DeepSpeed, fairseq, own prints): the job
+    /// was still training when the line was written.
+    TrainingStep => "training_step",
     /// A line of PyTorch's Flight Recorder analysis (`fr_trace`): a
     /// collective's block header or one of its fields.
     FrAnalysis => "fr_analysis",
@@ -271,6 +275,10 @@ event_kinds! {
     /// result (`group_world_size`). Lines that name no host still tell a
     /// job of several hosts from one.
     LaunchNodes => "launch_nodes",
+    /// NCCL_* / TORCH_* settings as the launching shell shows them: an
+    /// environment dump (`env | grep NCCL`, `export -p`, `set -x`), a
+    /// command prefixed with assignments, mpirun's `-x NAME=value`.
+    ShellEnv => "shell_env",
     // nccl-tests (all_reduce_perf and its siblings)
     /// `#  Rank  0 Group  0 Pid 4410 on node7 device  0 [0000:1a:00] …`:
     /// where each of the test's ranks runs.

@@ -60,6 +60,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
         || child_failed_blocks(job_read),
     );
     deaths.extend(blocks);
+    after_the_cancel(job_read, &mut deaths);
     // A launcher's report may be all a rank left: it still names its host.
     for d in &deaths {
         if let (Some(rank), Some(host)) = (d.rank, &d.host) {
@@ -71,6 +72,29 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
         }
     }
     job.deaths = deaths;
+}
+
+/// The scheduler's cancel (a user's scancel, the time limit) stops every
+/// task: the exits srun reports after it in the same output (torchrun's
+/// agent raises SignalException and exits 1, tasks end `Terminated`) are
+/// what the cancel did, not a process that failed by itself.
+fn after_the_cancel(job: &Job, deaths: &mut [Death]) {
+    let mut cancels: std::collections::BTreeMap<crate::model::FileId, u64> = Default::default();
+    for (_, ev) in job.events_where(|k| k == EventKind::JobCancelled) {
+        let line = cancels.entry(ev.origin.file).or_insert(ev.origin.line);
+        *line = (*line).min(ev.origin.line);
+    }
+    for d in deaths.iter_mut() {
+        let after = d.evidence.first().is_some_and(|&idx| {
+            let origin = job.events[idx].origin;
+            cancels
+                .get(&origin.file)
+                .is_some_and(|&at| origin.line > at)
+        });
+        if after {
+            d.consequence = true;
+        }
+    }
 }
 
 fn death(ev: &Event, idx: EventIdx, kind: DeathKind, reason: String) -> Death {

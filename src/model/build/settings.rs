@@ -1,6 +1,6 @@
 //! The settings a job ran with, as its logs show them: `NCCL_*` from NCCL's
-//! ENV lines, `TORCH_*` from ProcessGroupNCCL's environment line, and the
-//! NCCL release of every host.
+//! ENV lines and the launching shell's assignments, `TORCH_*` from
+//! ProcessGroupNCCL's environment line, and the NCCL release of every host.
 
 use crate::model::{Event, EventKind, Job};
 
@@ -59,7 +59,12 @@ fn collect_versions(job: &mut Job) {
 
 fn collect_env(job: &mut Job) {
     let mut seen: Vec<(String, String, String)> = Vec::new();
-    let settings = |k| matches!(k, EventKind::NcclEnvSetting | EventKind::TorchEnvSettings);
+    let settings = |k| {
+        matches!(
+            k,
+            EventKind::NcclEnvSetting | EventKind::TorchEnvSettings | EventKind::ShellEnv
+        )
+    };
     for (_, ev) in job.events_where(settings) {
         match ev.kind {
             EventKind::NcclEnvSetting => {
@@ -71,6 +76,19 @@ fn collect_env(job: &mut Job) {
                 let list = ev.text_field("settings").unwrap_or("");
                 seen.extend(
                     torch_settings(list).map(|(n, v)| (n.to_string(), v.to_string(), who(ev))),
+                );
+            }
+            EventKind::ShellEnv => {
+                let text = ev.text_field("settings").unwrap_or("");
+                let pairs = match ev.text_field("form") {
+                    Some("mpirun") => mpirun_exports(text),
+                    _ => leading_assignments(text),
+                };
+                seen.extend(
+                    pairs
+                        .into_iter()
+                        .filter(|(n, _)| n.starts_with("NCCL_") || n.starts_with("TORCH_"))
+                        .map(|(n, v)| (n.to_string(), v.to_string(), who(ev))),
                 );
             }
             _ => {}
@@ -95,6 +113,38 @@ fn who(ev: &Event) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// `NAME=value` split, the value unquoted; `None` for a token that is not
+/// an assignment to an upper-case name.
+fn assignment(token: &str) -> Option<(&str, &str)> {
+    let (name, value) = token.split_once('=')?;
+    let named = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let value = value.trim_matches(|c| c == '"' || c == '\'');
+    (named && !value.is_empty()).then_some((name, value))
+}
+
+/// The assignments that open a shell line (`A=1 B=2 ./cmd …`, `export
+/// A=1`): the first other word is the command, whose arguments set nothing.
+fn leading_assignments(text: &str) -> Vec<(&str, &str)> {
+    text.split_whitespace()
+        .skip_while(|w| *w == "export")
+        .map_while(assignment)
+        .collect()
+}
+
+/// Open MPI's `-x NAME=value` arguments (a bare `-x NAME` passes the
+/// shell's value, which the line does not show).
+fn mpirun_exports(text: &str) -> Vec<(&str, &str)> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "-x")
+        .filter_map(|w| assignment(w[1]))
+        .collect()
+}
+
 /// The `TORCH_*: value` pairs of `NCCL version: 2.20.5, TORCH_X: 1, …`.
 fn torch_settings(list: &str) -> impl Iterator<Item = (&str, &str)> {
     list.split(", ").filter_map(|pair| {
@@ -110,7 +160,31 @@ fn torch_settings(list: &str) -> impl Iterator<Item = (&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{nccl_major_minor, torch_settings};
+    use super::{leading_assignments, mpirun_exports, nccl_major_minor, torch_settings};
+
+    #[test]
+    fn shell_lines_set_what_their_leading_assignments_and_mpirun_exports_say() {
+        assert_eq!(
+            leading_assignments(
+                "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1  ./build/all_reduce_perf -b 8 X=1"
+            ),
+            vec![("NCCL_DEBUG", "INFO"), ("NCCL_P2P_DISABLE", "1")]
+        );
+        assert_eq!(
+            leading_assignments("NCCL_IB_HCA=\"mlx5_0,mlx5_1\""),
+            vec![("NCCL_IB_HCA", "mlx5_0,mlx5_1")]
+        );
+        assert_eq!(leading_assignments("NCCL_X= ./run"), vec![]);
+        assert_eq!(
+            mpirun_exports(
+                "-np 4 -x TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=10 -x LD_LIBRARY_PATH -x NCCL_DEBUG=INFO ./t"
+            ),
+            vec![
+                ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "10"),
+                ("NCCL_DEBUG", "INFO")
+            ]
+        );
+    }
 
     #[test]
     fn nccl_release_strings_as_nccl_and_torch_print_them() {
