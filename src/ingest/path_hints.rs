@@ -89,7 +89,20 @@ fn read_torchrun_log_dir(hints: &mut PathHints, dirs: &[&str]) {
 }
 
 fn looks_like_host(name: &str) -> bool {
-    HOST_LIKE.is_match(name) && !NOT_A_HOST.is_match(name)
+    HOST_LIKE.is_match(name) && !NOT_A_HOST.is_match(name) && !names_a_collection(name)
+}
+
+/// Words that name what a folder or archive holds rather than a machine
+/// (`job-5582913-logs`, `run17_output`, `incident-2024-05-bundle`): no
+/// GPU node is called that, and taking one for a host puts every line of
+/// the collection on a machine that does not exist.
+fn names_a_collection(name: &str) -> bool {
+    const WORDS: [&str; 16] = [
+        "logs", "log", "job", "jobs", "slurm", "output", "outputs", "results", "archive",
+        "dump", "dumps", "bundle", "collected", "incident", "artifacts", "traces",
+    ];
+    name.split(['-', '_', '.'])
+        .any(|word| WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)))
 }
 
 #[cfg(test)]
@@ -140,6 +153,8 @@ mod tests {
         );
         assert_eq!(host_of_archive("node006.zip").as_deref(), Some("node006"));
         assert_eq!(host_of_archive("logs.tar.gz"), None);
+        assert_eq!(host_of_archive("job-5582913-logs.tar.gz"), None);
+        assert_eq!(host_of_archive("run17_output.tgz"), None);
         assert_eq!(host_of_archive("node005.log"), None);
     }
 
