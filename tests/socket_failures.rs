@@ -909,3 +909,51 @@ fn addressless_timeouts_of_one_hosts_ranks_do_not_blame_that_host_nccl_2_19() {
         "{v:#}"
     );
 }
+
+/// `srun --label`, NCCL 2.20.5 at WARN, three hosts of two ranks: ranks 0
+/// and 3 cannot reach 10.31.3.7 (`No route to host`, the ICMP a REJECT rule
+/// answers with), an address no NCCL line ties to a host. node003's journal
+/// logs its firewalld rule refusing those very connections: the firewall is
+/// node003's, and its ranks are the stuck ones.
+#[test]
+fn the_hosts_firewall_log_of_the_refused_connects_names_it_nccl_2_20() {
+    let job = |with_journal: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
+        for r in 0..6u32 {
+            log.push_str(&format!(
+                "{r}: [rank {r}] host=node00{} local_rank={} world_size=6\n",
+                r / 2 + 1,
+                r % 2
+            ));
+        }
+        for (r, host, port) in [(0u32, "node001", 55246), (3, "node002", 59070)] {
+            log.push_str(&format!("{r}: {host}:{}:{} [{}] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.31.3.7<{port}> returned 113(No route to host) errno 115(Operation now in progress)\n", 900 + r, 950 + r, r % 2));
+        }
+        write(dir.path(), "slurm-8842213.out", &log);
+        if with_journal {
+            let mut j = String::new();
+            for (src, port) in [("10.31.3.1", 55246), ("10.31.3.2", 59070)] {
+                j.push_str(&format!("2024-08-21T14:01:47+0000 node003 kernel: filter_IN_public_REJECT: IN=ens1f0np0 OUT= MAC=b8:3f:d2:aa:10:07:b8:3f:d2:aa:10:01:08:00 SRC={src} DST=10.31.3.7 LEN=60 TOS=0x00 PREC=0x00 TTL=64 ID=44161 DF PROTO=TCP SPT=41417 DPT={port} WINDOW=64240 RES=0x00 SYN URGP=0\n"));
+            }
+            write(dir.path(), "node003/journal.txt", &j);
+        }
+        common::analyze_to_json(dir.path())
+    };
+    let doc = job(true);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "firewall", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node003", "{v:#}");
+    let cited = |doc: &Value| {
+        doc["verdict"]["cause"]["evidence"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["file"] == "node003/journal.txt"))
+    };
+    assert!(cited(&doc), "{v:#}");
+    let without = job(false);
+    assert_ne!(
+        without["verdict"]["cause"]["host"], "node003",
+        "{:#}",
+        without["verdict"]
+    );
+}

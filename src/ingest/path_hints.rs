@@ -98,8 +98,22 @@ fn looks_like_host(name: &str) -> bool {
 /// the collection on a machine that does not exist.
 fn names_a_collection(name: &str) -> bool {
     const WORDS: [&str; 16] = [
-        "logs", "log", "job", "jobs", "slurm", "output", "outputs", "results", "archive",
-        "dump", "dumps", "bundle", "collected", "incident", "artifacts", "traces",
+        "logs",
+        "log",
+        "job",
+        "jobs",
+        "slurm",
+        "output",
+        "outputs",
+        "results",
+        "archive",
+        "dump",
+        "dumps",
+        "bundle",
+        "collected",
+        "incident",
+        "artifacts",
+        "traces",
     ];
     name.split(['-', '_', '.'])
         .any(|word| WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)))

@@ -334,6 +334,9 @@ event_kinds! {
     KernelOomKill => "kernel_oom_kill",
     /// A process segfaulted (kernel `segfault at` line).
     KernelSegfault => "kernel_segfault",
+    /// The host's firewall logged a packet it rejected or dropped
+    /// (netfilter's LOG target): `src`, `dst`, `proto`, `dpt`.
+    KernelFirewall => "kernel_firewall",
 }
 
 impl EventKind {

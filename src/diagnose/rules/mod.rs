@@ -14,6 +14,7 @@ mod config;
 mod duplicate_gpu;
 mod efa;
 mod fabric;
+mod firewall_log;
 mod forced_algorithm;
 mod fr_analysis;
 mod framework;
@@ -117,7 +118,11 @@ pub fn hypotheses(
                 .collect()
         },
         &|| application::hypotheses(ctx, hang),
-        &|| kernel::hypotheses(ctx),
+        &|| {
+            let mut found = kernel::hypotheses(ctx);
+            found.extend(firewall_log::denied_connections(ctx));
+            found
+        },
         &|| nccl_bug::hypotheses(ctx, hang).into_iter().collect(),
     ];
     /// Where the fabric rules, which wait for the review, take their turn.
