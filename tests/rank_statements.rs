@@ -229,3 +229,30 @@ fn two_hosts_claiming_the_same_ranks_are_a_rank_layout_lightning_2_1() {
         "ranks 0–3 of a world of 8 claimed by two workers each",
     );
 }
+
+/// DeepSpeed's multi-node launch through pdsh (DeepSpeed 0.10, NCCL 2.18):
+/// pdsh puts `host: ` before every line, and NCCL's own prefix repeats the
+/// host (`gpu-l40s-02: gpu-l40s-02:44004:44223 [0] NCCL INFO …`). Each
+/// rank's init line still places it on its host with its pid and GPU.
+#[test]
+fn pdsh_host_labels_before_nccls_own_prefix_place_the_ranks_deepspeed() {
+    let mut log = String::from(
+        "[2023-11-07 10:12:01,431] [INFO] [runner.py:570:main] cmd = pdsh -S -f 1024 -w gpu-l40s-01,gpu-l40s-02 export NCCL_DEBUG=INFO; cd /home/ml/sft; python -u -m deepspeed.launcher.launch\n",
+    );
+    for r in 0..8u32 {
+        let host = format!("gpu-l40s-0{}", r / 4 + 1);
+        let (l, pid) = (r % 4, 44000 + r);
+        log.push_str(&format!(
+            "{host}: {host}:{pid}:{pid} [{l}] NCCL INFO Bootstrap : Using enp65s0f0np0:10.9.0.2{}<0>\n\
+             {host}: {host}:{pid}:{} [{l}] NCCL INFO comm 0x5511{r} rank {r} nranks 8 cudaDev {l} busId {}1000 - Init COMPLETE\n",
+            r / 4 + 1,
+            pid + 200,
+            ["", "4", "8", "c"][l as usize]
+        ));
+    }
+    let doc = common::report_of(&[("deepspeed-launch.log", &log)]);
+    let row = common::rank_row(&doc, 6);
+    assert_eq!(row["host"], "gpu-l40s-02", "{row:#}");
+    assert_eq!(row["pid"], 44006, "{row:#}");
+    assert_eq!(row["gpu_bus_id"], "0000:81:00.0", "{row:#}");
+}

@@ -196,7 +196,13 @@ fn pdsh_host<'a>(s: &'a [u8], hosts: &[Vec<u8>]) -> Option<(usize, Tag<'a>)> {
     if hosts.binary_search_by(|h| h.as_slice().cmp(name)).is_err() {
         return None;
     }
-    let end = colon + 1 + usize::from(s.get(colon + 1) == Some(&b' '));
+    // pdsh writes `host: line`; a colon with no space after it is the
+    // line's own (NCCL's `host:pid:tid` prefix repeats the same host).
+    let end = match s.get(colon + 1) {
+        Some(b' ') => colon + 2,
+        None | Some(b'\r' | b'\n') => colon + 1,
+        Some(_) => return None,
+    };
     Some((end, Tag::Host(name)))
 }
 
@@ -313,6 +319,11 @@ mod tests {
             Some((10, Tag::Host(b"worker-1")))
         );
         assert_eq!(parse_prefix(b"RuntimeError: x", &style), None);
+        // DeepSpeed's pdsh launch: the host, then NCCL's own `host:pid:tid`.
+        assert_eq!(
+            parse_prefix(b"worker-1:44004:44223 [0] NCCL INFO x", &style),
+            None
+        );
         assert_eq!(pdsh_candidate(b"RuntimeError: x"), None);
         // Slurm labels and the launchers' own lines are not hosts.
         assert_eq!(pdsh_candidate(b"12: step 10/685"), None);
