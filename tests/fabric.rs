@@ -1024,3 +1024,36 @@ fn a_port_seen_down_then_active_again_is_a_flap_iproute2_rdma_link() {
         &format!("{up}{down}")
     )]));
 }
+
+/// NCCL 2.14 (torch 1.13, torchrun per host): mid-run the subnet manager
+/// asks every client to re-register, and every process prints NCCL's WARN
+/// of the async event at the same second; training goes on and finishes
+/// (`done` on every rank, NCCL's communicators destroyed). Housekeeping,
+/// not a fault: the run is healthy. A `port error` in its place is not.
+#[test]
+fn a_subnet_managers_reregistration_is_no_failure_nccl_2_14() {
+    let job = |event: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        for (h, host) in ["n0401", "n0402"].iter().enumerate() {
+            let mut log = String::new();
+            for l in 0..2u32 {
+                let (r, pid) = (h as u32 * 2 + l, 1600 + l);
+                log.push_str(&format!("[default{l}]:{host}:{pid}:{pid} [{l}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {l} busId {l}1000 - Init COMPLETE\n"));
+                log.push_str(&format!("[default{l}]:{host}:{pid}:{} [{l}] transport/net_ib.cc:83 NCCL WARN NET/IB : Got async event : {event}\n", pid + 300));
+            }
+            for l in 0..2u32 {
+                let r = h as u32 * 2 + l;
+                log.push_str(&format!(
+                    "[default{l}]:2023-05-21 20:55:02,982 INFO rank {r}: done\n"
+                ));
+                log.push_str(&format!("[default{l}]:{host}:{}:{} [{l}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {l} busId {l}1000 - Destroy COMPLETE\n", 1600 + l, 1600 + l));
+            }
+            write(dir.path(), &format!("logs/{host}.log"), &log);
+        }
+        common::analyze_to_json(dir.path())
+    };
+    let doc = job("client reregistration");
+    assert_eq!(doc["verdict"]["status"], "healthy", "{:#}", doc["verdict"]);
+    let doc = job("port error");
+    assert_ne!(doc["verdict"]["status"], "healthy", "{:#}", doc["verdict"]);
+}
