@@ -179,11 +179,17 @@ fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<us
     }
 }
 
-/// `Lid 17`: a port no snapshot named.
+/// `Lid 17` (perfquery without an ibstat) or `0000:c0:00.0` (the kernel's
+/// mlx5_core lines without one that names the RDMA device): a port known by
+/// an address no source tied to its name.
 fn lid_only(device: Option<&str>) -> bool {
-    device
-        .and_then(|d| d.strip_prefix("Lid "))
-        .is_some_and(|n| n.trim().parse::<u32>().is_ok())
+    let Some(device) = device else {
+        return false;
+    };
+    let lid = device
+        .strip_prefix("Lid ")
+        .is_some_and(|n| n.trim().parse::<u32>().is_ok());
+    lid || (device.contains(':') && crate::grammar::normalize_bus_id(device).is_some())
 }
 
 fn same_place(a: &Hypothesis, b: &Hypothesis) -> bool {
@@ -881,6 +887,30 @@ mod tests {
         assert_eq!(merged.len(), 1, "{merged:?}");
         assert_eq!(merged[0].device.as_deref(), Some("mlx5_7"));
         assert_eq!(merged[0].support.len(), 2);
+    }
+
+    #[test]
+    fn a_nic_known_by_its_pci_address_joins_the_one_named_port_of_its_host() {
+        // The kernel's mlx5_core health lines name `0000:c0:00.0`; NCCL's
+        // async fatal event names mlx5_5 on the same host.
+        let merged = merge(
+            &Job::default(),
+            vec![
+                cause_on(CauseKind::HcaFault, "n1", "0000:c0:00.0"),
+                cause_on(CauseKind::HcaFault, "n1", "mlx5_5"),
+            ],
+        );
+        assert_eq!(merged.len(), 1, "{merged:?}");
+        assert_eq!(merged[0].device.as_deref(), Some("mlx5_5"));
+        let two_named = merge(
+            &Job::default(),
+            vec![
+                cause_on(CauseKind::HcaFault, "n1", "0000:c0:00.0"),
+                cause_on(CauseKind::HcaFault, "n1", "mlx5_5"),
+                cause_on(CauseKind::HcaFault, "n1", "mlx5_6"),
+            ],
+        );
+        assert_eq!(two_named.len(), 3, "{two_named:?}");
     }
 
     fn cause_on(kind: CauseKind, host: &str, device: &str) -> Hypothesis {
