@@ -497,13 +497,11 @@ fn stopped_by_the_scheduler(
     job: &Job,
     harmless: bool,
 ) -> impl Fn(&crate::model::Event) -> bool + '_ {
-    let mut cancels: std::collections::BTreeMap<crate::model::FileId, u64> = Default::default();
-    if harmless {
-        for (_, e) in job.events_where(|k| k == EventKind::JobCancelled) {
-            let line = cancels.entry(e.origin.file).or_insert(e.origin.line);
-            *line = (*line).min(e.origin.line);
-        }
-    }
+    let cancels = if harmless {
+        job.cancel_lines()
+    } else {
+        Default::default()
+    };
     move |e| {
         e.kind == EventKind::TaskExited
             && cancels

@@ -300,6 +300,17 @@ impl Job {
             .take_while(move |(_, e)| e.origin.file == at.file && e.origin.line + lines >= at.line)
     }
 
+    /// Per file, the line of the scheduler's first cancel in it (a user's
+    /// scancel, a time limit): what srun reports below it, the cancel did.
+    pub fn cancel_lines(&self) -> BTreeMap<FileId, u64> {
+        let mut out: BTreeMap<FileId, u64> = BTreeMap::new();
+        for (_, ev) in self.events_where(|k| k == EventKind::JobCancelled) {
+            let line = out.entry(ev.origin.file).or_insert(ev.origin.line);
+            *line = (*line).min(ev.origin.line);
+        }
+        out
+    }
+
     /// Some communicator finished its init (an `Init COMPLETE` line).
     pub fn a_comm_came_up(&self) -> bool {
         self.events_where(|k| k == EventKind::NcclCommInit)

@@ -79,11 +79,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
 /// agent raises SignalException and exits 1, tasks end `Terminated`) are
 /// what the cancel did, not a process that failed by itself.
 fn after_the_cancel(job: &Job, deaths: &mut [Death]) {
-    let mut cancels: std::collections::BTreeMap<crate::model::FileId, u64> = Default::default();
-    for (_, ev) in job.events_where(|k| k == EventKind::JobCancelled) {
-        let line = cancels.entry(ev.origin.file).or_insert(ev.origin.line);
-        *line = (*line).min(ev.origin.line);
-    }
+    let cancels = job.cancel_lines();
     for d in deaths.iter_mut() {
         let after = d.evidence.first().is_some_and(|&idx| {
             let origin = job.events[idx].origin;
