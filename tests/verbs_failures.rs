@@ -338,3 +338,32 @@ fn an_echoed_gid_index_points_at_the_port_whose_entry_is_not_ipv4_nccl_2_18() {
     assert_eq!(v["cause"]["device"], "mlx5_1", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
 }
+
+/// NCCL 2.21 at INFO, two hosts of two ranks, RoCE rails: each rank sends
+/// over its own NIC (`via NET/IB/1` is mlx5_1 for local rank 1). The
+/// queue pairs of rank 1 and its peer rank 3 time out at RTR, a WARN that
+/// names no device: the device is the one the reporter's channels use.
+#[test]
+fn a_modify_qp_timeout_without_a_device_is_on_the_nic_the_channels_use_nccl_2_21() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..4u32 {
+        let host = format!("node{:03}", r / 2 + 1);
+        let (l, pid) = (r % 2, 6100 + r);
+        let peer = (r + 2) % 4;
+        let mut text = format!(
+            "{host}:{pid}:{pid} [{l}] NCCL INFO NCCL version 2.21.5+cuda12.4\n\
+             {host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.{}<0>\n\
+             {host}:{pid}:{} [{l}] NCCL INFO Channel 00/0 : {r}[{l}] -> {peer}[{l}] [send] via NET/IB/{l}\n",
+            r / 2 + 1,
+            pid + 40
+        );
+        if l == 1 {
+            text.push_str(&format!("{host}:{pid}:{} [{l}] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out errno 110\n", pid + 40));
+        }
+        write(dir.path(), &format!("{host}/nccl.{host}.{pid}"), &text);
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "cross_rail", "{cause:#}");
+    assert_eq!(cause["device"], "mlx5_1", "{cause:#}");
+}

@@ -42,6 +42,9 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let (hyps, review) = rules::hypotheses(&ctx, hang.as_ref(), fabric);
     let mut hyps = select::merge(job, hyps);
     select::ranks_behind_the_port(job, &mut hyps);
+    // After: a device read off the reporters' own channels pins no port
+    // their peers' ranks could be set apart by.
+    hyps.iter_mut().for_each(|h| fill_device(job, h));
     let hyps = select::explain(hyps, &kb.explains);
     let mut hyps = stall_explained::fold_into_device_faults(hyps);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
@@ -121,6 +124,52 @@ fn accounted_deaths(ctx: &Ctx<'_>) -> BTreeSet<u32> {
 
 /// A cause placed on an HCA without its port gets the port when the HCA has
 /// only one that NCCL or the snapshots know of.
+/// A cause of one port placed on a host but on no device (a failed verbs
+/// call or a completion error printed without `hca`): where its ranks on
+/// that host all send over one NIC, as their channel lines say (`via
+/// NET/IB/5`), that NIC is the device.
+fn fill_device(job: &Job, h: &mut hypothesis::Hypothesis) {
+    use model::CauseKind as K;
+    let of_a_port = matches!(
+        h.kind,
+        K::LinkFlap
+            | K::PacketLoss
+            | K::Congestion
+            | K::MtuMismatch
+            | K::PortDegraded
+            | K::GidIndex
+            | K::CrossRail
+            | K::HcaFault
+    );
+    let (true, None, Some(host)) = (of_a_port, &h.device, h.host.as_deref()) else {
+        return;
+    };
+    let mut nics = BTreeSet::new();
+    for info in h.ranks.iter().filter_map(|r| job.ranks.get(r)) {
+        if info
+            .host
+            .as_deref()
+            .map(model::build::short_host_of)
+            .as_deref()
+            != Some(host)
+        {
+            continue;
+        }
+        if info.net_devs_used.is_empty() {
+            return;
+        }
+        for &i in &info.net_devs_used {
+            match info.nics_listed.get(i as usize) {
+                Some((name, _)) => nics.insert(name.clone()),
+                None => return,
+            };
+        }
+    }
+    if let (Some(nic), 1) = (nics.first(), nics.len()) {
+        h.device = Some(nic.clone());
+    }
+}
+
 fn fill_port(job: &Job, h: &mut hypothesis::Hypothesis) {
     let (Some(host), Some(device), None) = (h.host.as_deref(), h.device.as_deref(), h.port) else {
         return;
