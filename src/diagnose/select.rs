@@ -151,7 +151,13 @@ pub fn explain(
                     s.why = format!("{why}{}", s.why);
                     owner.support.push(s);
                 }
-                owner.peer_host = owner.peer_host.take().or(gone.peer_host);
+                // Explained from the other end of its path, the symptom's
+                // own host is the owner's peer.
+                let other_end = gone.host.filter(|h| owner.host.as_ref() != Some(h));
+                let peer = owner.peer_host.take().or(gone.peer_host);
+                owner.peer_host = peer
+                    .filter(|p| owner.host.as_ref() != Some(p))
+                    .or(other_end);
             } else {
                 i += 1;
             }
@@ -170,6 +176,16 @@ fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<us
     let of_cause = || hyps.iter().enumerate().filter(|(_, o)| o.kind == cause);
     if let Some((i, _)) = of_cause().find(|(_, o)| same_place(o, h)) {
         return Some(i);
+    }
+    // Loss between two hosts is as well explained by a faulty port at
+    // the other end of the path (the host whose ranks reported it), where
+    // the cause names one port there.
+    if let Some(peer) = h.peer_host.as_deref() {
+        let mut there =
+            of_cause().filter(|(_, o)| o.device.is_some() && o.host.as_deref() == Some(peer));
+        if let (Some((i, _)), None) = (there.next(), there.next()) {
+            return Some(i);
+        }
     }
     let h_by_lid = lid_only(Some(h.device.as_deref()?));
     let mut on_host = of_cause().filter(|(_, o)| o.device.is_some() && o.host == h.host);
@@ -930,6 +946,24 @@ mod tests {
         assert_eq!(two.len(), 3, "{two:?}");
         let named = explain(vec![loss_on("n1", "mlx5_2"), flap()], &explains);
         assert_eq!(named.len(), 2, "{named:?}");
+    }
+
+    #[test]
+    fn a_port_fault_at_the_other_end_of_the_path_explains_the_loss() {
+        // The victims on n1 named n2 as the peer that stopped answering;
+        // n1's own port runs another MTU: the loss is that port's.
+        let explains = [(CauseKind::MtuMismatch, vec![CauseKind::PacketLoss])];
+        let mut loss = loss_on("n2", "mlx5_0");
+        loss.peer_host = Some("n1".into());
+        let mtu = cause_on(CauseKind::MtuMismatch, "n1", "mlx5_0");
+        let one = explain(vec![loss.clone(), mtu.clone()], &explains);
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert_eq!(one[0].kind, CauseKind::MtuMismatch);
+        assert_eq!(one[0].host.as_deref(), Some("n1"));
+        assert_eq!(one[0].peer_host.as_deref(), Some("n2"));
+        // A fault on a third host explains nothing.
+        let elsewhere = cause_on(CauseKind::MtuMismatch, "n3", "mlx5_0");
+        assert_eq!(explain(vec![loss, elsewhere], &explains).len(), 2);
     }
 
     #[test]
