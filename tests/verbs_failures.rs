@@ -367,3 +367,29 @@ fn a_modify_qp_timeout_without_a_device_is_on_the_nic_the_channels_use_nccl_2_21
     assert_eq!(cause["kind"], "cross_rail", "{cause:#}");
     assert_eq!(cause["device"], "mlx5_1", "{cause:#}");
 }
+
+/// `srun --label`, NCCL 2.14 at INFO (torch 2.0), two hosts of two ranks:
+/// node001's ranks finish their init; node002's fail to register memory
+/// (`ibv_reg_mr … Cannot allocate memory`), raise NCCL's error and exit 1.
+/// The job failed in NCCL's init on node002's side: an init failure, not a
+/// crash, however far node001 got.
+#[test]
+fn a_set_up_fault_whose_ranks_never_came_up_is_an_init_failure_nccl_2_14() {
+    let mut log = String::from("0: NCCL version 2.14.3+cuda11.7\n");
+    for r in 0..4u32 {
+        let host = if r < 2 { "node001" } else { "node002" };
+        let (l, pid) = (r % 2, 7300 + r);
+        if r < 2 {
+            log.push_str(&format!("{r}: {host}:{pid}:{} [{l}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {l} busId {l}1000 - Init COMPLETE\n", pid + 60));
+        } else {
+            log.push_str(&format!("{r}: {host}:{pid}:{} [{l}] misc/ibvwrap.cc:150 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n", pid + 60));
+            log.push_str(&format!("{r}: RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3\n"));
+            log.push_str(&format!(
+                "srun: error: {host}: task {r}: Exited with exit code 1\n"
+            ));
+        }
+    }
+    let v = common::verdict_of(&[("slurm-771204.out", &log)]);
+    assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}

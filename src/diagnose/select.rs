@@ -378,7 +378,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::Hang
         }
-        _ if is_set_up(kind) && !init_completed(ctx) => Status::InitFailure,
+        _ if is_set_up(kind)
+            && (!init_completed(ctx) || never_came_up(ctx.job, &choice.best.ranks)) =>
+        {
+            Status::InitFailure
+        }
         // Nothing got past set-up, and NCCL was initialising (its init
         // lines) or its bootstrap / connection set-up failed.
         _ if !init_completed(ctx) && ctx.job.events.iter().any(fails_set_up) => Status::InitFailure,
@@ -726,6 +730,20 @@ fn nccl_info_logged(job: &Job) -> bool {
 /// Some rank finished initialising a communicator.
 fn init_completed(ctx: &Ctx<'_>) -> bool {
     ctx.job.a_comm_came_up() || !ctx.job.pg_states.is_empty()
+}
+
+/// The culprits of a set-up fault never finished their own init (no `Init
+/// COMPLETE` of theirs, where the others printed theirs): the job failed in
+/// NCCL's init on their side, however far the other ranks got.
+fn never_came_up(job: &Job, culprits: &BTreeSet<u32>) -> bool {
+    if culprits.is_empty() || !job.pg_states.is_empty() {
+        return false;
+    }
+    !job.events_where(|k| k == EventKind::NcclCommInit)
+        .any(|(_, e)| {
+            e.text_field("phase") == Some("COMPLETE")
+                && e.who.rank.is_some_and(|r| culprits.contains(&r))
+        })
 }
 
 /// The culprits: the chosen cause's ranks, else the ranks that fell behind.
