@@ -1057,3 +1057,38 @@ fn a_subnet_managers_reregistration_is_no_failure_nccl_2_14() {
     let doc = job("port error");
     assert_ne!(doc["verdict"]["status"], "healthy", "{:#}", doc["verdict"]);
 }
+
+/// The same fabric counted by mlx5's all-priority counters (`rx_pause_ctrl_phy`,
+/// `tx_pause_ctrl_phy`, `tx_pause_storm_warning_events`): received pauses
+/// still point at the one port that sent them and stormed.
+#[test]
+fn pauses_counted_by_mlx5s_ctrl_counters_point_at_the_sender_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from("0: NCCL version 2.20.5+cuda12.4\n");
+    for r in 0..12u32 {
+        log.push_str(&slurm_timeout(r, 107937, "ALLREDUCE"));
+    }
+    write(dir.path(), "slurm-48218.out", &log);
+    for (when, n) in [("before", 0u64), ("after", 1u64)] {
+        for host in ["node001", "node002"] {
+            write(
+                dir.path(),
+                &format!("{host}/counters/{when}/ethtool-S-enp156s0np0.txt"),
+                &ethtool(&[("rx_pause_ctrl_phy", 40_000 + n * 7_955_000)]),
+            );
+        }
+        let sending = [
+            ("tx_pause_ctrl_phy", 30_000 + n * 8_183_754),
+            ("tx_pause_storm_warning_events", n * 31),
+        ];
+        write(
+            dir.path(),
+            &format!("node003/counters/{when}/ethtool-S-enp156s0np0.txt"),
+            &ethtool(&sending),
+        );
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let cause = &doc["verdict"]["cause"];
+    assert_eq!(cause["kind"], "congestion", "{cause:#}");
+    assert_eq!(cause["host"], "node003", "{cause:#}");
+}

@@ -71,13 +71,19 @@ fn counter_rises(
             CauseKind::Congestion => congestion_at,
             _ => None,
         };
-        let peer = requester_peer(ctx.job, r)
-            .or_else(|| {
-                origin
-                    .filter(|&host| r.requester_side && r.host.as_deref() != Some(host))
-                    .map(str::to_string)
-            })
-            .or_else(|| other_of_two(r));
+        let to_origin = || {
+            origin
+                .filter(|&host| r.requester_side && r.host.as_deref() != Some(host))
+                .map(str::to_string)
+        };
+        // Pauses travel back hop by hop from the port that sends them: a
+        // port that received them points at that one port, not at the peer
+        // its channels send to.
+        let peer = match cause {
+            CauseKind::Congestion => to_origin().or_else(|| requester_peer(ctx.job, r)),
+            _ => requester_peer(ctx.job, r).or_else(to_origin),
+        }
+        .or_else(|| other_of_two(r));
         // A rise on the sending side points at a path, not at a port: it
         // corroborates the far end, it does not match a port's own errors.
         let weight = if peer.is_some() {
