@@ -580,7 +580,9 @@ fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
     if cancelled && e.kind == EventKind::TaskExited && e.text_field("what") == Some("Terminated") {
         return false;
     }
-    if e.kind == EventKind::IbAsyncEvent && informational_async_event(e) {
+    // `housekeeping`: an async event grammars/nccl.toml marks as the
+    // fabric's routine (a subnet manager's reregistration), not a fault.
+    if e.kind == EventKind::IbAsyncEvent && e.text_field("housekeeping").is_some() {
         return false;
     }
     matches!(
@@ -616,32 +618,6 @@ fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
                 | EventKind::InvalidRank
                 | EventKind::NoAlgorithm
     )
-}
-
-/// Async events that report the fabric's housekeeping, not a fault
-/// (libibverbs' `ibv_event_type_str`): the subnet manager moving or asking
-/// clients to re-register, a LID / P_Key / GID table change, a port
-/// coming up, a queue pair's normal life. NCCL prints every one as a WARN;
-/// every process of a fabric prints the SM's at the same second, and the
-/// job runs on.
-fn informational_async_event(e: &crate::model::Event) -> bool {
-    const HOUSEKEEPING: [&str; 10] = [
-        "client reregistration",
-        "sm change",
-        "lid change",
-        "p_key change",
-        "port active",
-        "communication established",
-        "send queue drained",
-        "path migrated",
-        "srq limit reached",
-        "last wqe reached",
-    ];
-    e.int("fatal") != Some(1)
-        && e.text_field("event").is_some_and(|what| {
-            let what = what.to_ascii_lowercase();
-            HOUSEKEEPING.iter().any(|h| what == *h)
-        })
 }
 
 /// An event whose kind is a failure only with what it says, or only while
