@@ -393,3 +393,42 @@ fn a_set_up_fault_whose_ranks_never_came_up_is_an_init_failure_nccl_2_14() {
     assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
+
+/// `srun --label`, NCCL 2.19 (`errno %d`), three hosts of four ranks with
+/// NCCL_IB_GID_INDEX forced to 3 on every one. `failing` local ranks of
+/// every host print ibv_modify_qp's ETIMEDOUT after their init lines.
+fn three_host_timeouts(failing: &[u32]) -> Value {
+    let mut log = String::from("0: NCCL version 2.19.3+cuda12.3\n");
+    for r in 0..12u32 {
+        let (h, l, pid) = (r / 4 + 1, r % 4, 9100 + r);
+        let p = format!("{r}: gpu-0{h}:{pid}:{}", pid + 30);
+        log.push_str(&format!(
+            "{p} [{l}] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.\n"
+        ));
+        log.push_str(&format!("{p} [{l}] NCCL INFO comm 0x7f{r} rank {r} nranks 12 cudaDev {l} nvmlDev {l} busId {l}a000 commId 0x51c2 - Init START\n"));
+    }
+    for r in 0..12u32 {
+        let (h, l, pid) = (r / 4 + 1, r % 4, 9100 + r);
+        if failing.contains(&l) {
+            log.push_str(&format!("{r}: gpu-0{h}:{pid}:{} [{l}] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out errno 110\n", pid + 31));
+        }
+    }
+    common::verdict_of(&[("slurm-88120.out", &log)])
+}
+
+/// One GID index serves every NIC of a host: queue pairs that time out at
+/// the same two GPU positions on every host, while the other positions'
+/// NICs use the same forced index, follow the rails those NICs sit on.
+#[test]
+fn timeouts_on_the_same_nic_positions_of_every_host_are_cross_rail_nccl_2_19() {
+    let v = three_host_timeouts(&[2, 3]);
+    assert_eq!(v["cause"]["kind"], "cross_rail", "{v:#}");
+}
+
+/// The same timeouts at every GPU position: nothing sets some rails apart,
+/// and the forced GID index stays the likelier cause.
+#[test]
+fn timeouts_at_every_nic_position_keep_the_forced_gid_index_nccl_2_19() {
+    let v = three_host_timeouts(&[0, 1, 2, 3]);
+    assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
+}

@@ -46,7 +46,19 @@ pub fn find(
     erroring: &BTreeSet<u32>,
     with_logs: &BTreeSet<u32>,
 ) -> Option<Hang> {
-    let (pg, seq) = hung_work(job)?;
+    let known = (dead, erroring, with_logs);
+    let work = hung_work(job, |w| hang_in(job, timeline, known, w))?;
+    Some(hang_in(job, timeline, known, work))
+}
+
+/// The hang of one (group, sequence number): who timed out, who is behind,
+/// who stayed silent.
+fn hang_in(
+    job: &Job,
+    timeline: &Timeline,
+    (dead, erroring, with_logs): (&BTreeSet<u32>, &BTreeSet<u32>, &BTreeSet<u32>),
+    (pg, seq): Work,
+) -> Hang {
     let mut hang = Hang {
         pg: pg.clone(),
         seq,
@@ -64,7 +76,26 @@ pub fn find(
     hang.silent = silent;
     hang.no_logs = no_logs;
     set_apart_cut_off(job, timeline, &mut hang);
-    Some(hang)
+    hang
+}
+
+/// The work the hung group waits on elsewhere: the ranks it waits for
+/// (behind, or silent in it) timed out in another group. A data-parallel
+/// group of 56 ranks outvotes the 8-rank tensor-parallel group whose
+/// collective its missing members are stuck in; the one they wait in came
+/// first. Taken where at least half of the awaited ranks name it.
+fn upstream_work(job: &Job, hang: &Hang) -> Option<Work> {
+    let awaited: BTreeSet<u32> = hang.laggards.keys().chain(&hang.silent).copied().collect();
+    let mut votes: BTreeMap<Work, usize> = BTreeMap::new();
+    for ((pg, rank), st) in &job.pg_states {
+        if *pg != hang.pg && st.timed_out && awaited.contains(rank) {
+            *votes.entry((pg.clone(), st.failed_seq)).or_default() += 1;
+        }
+    }
+    let (work, n) = votes
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
+    (2 * n >= awaited.len()).then_some(work)
 }
 
 /// Reads every rank's state in the hung group: who timed out, who is
@@ -142,7 +173,10 @@ fn unaccounted(
     }
     // A subgroup's members are not known from its lines: with one rank
     // reporting its timeout, the others seen elsewhere need not belong to it.
-    if hang.pg != "0" && hang.timed_out.len() < 2 {
+    // A Flight Recorder dump lists them.
+    if let Some(members) = job.group_members(&hang.pg) {
+        ranks = members;
+    } else if hang.pg != "0" && hang.timed_out.len() < 2 {
         ranks.clear();
     }
     ranks
@@ -349,9 +383,68 @@ fn likelier_waiting(delays: &ReportDelays, stops: &[Stop], cut: &BTreeSet<u32>) 
     cut.iter().copied().filter(|&r| r != likeliest).collect()
 }
 
-/// The (group, seq) most timed-out ranks report; ties go to the lower group
-/// id and sequence number. A group without sequence numbers still counts.
-fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
+/// The (group, seq) most timed-out ranks report, counting for it also the
+/// timeouts of the groups that wait on it (see [`upstream_work`]); ties go
+/// to the lower group id and sequence number. A group without sequence
+/// numbers still counts.
+fn hung_work(job: &Job, hang_of: impl Fn(Work) -> Hang) -> Option<(String, Option<i64>)> {
+    let votes = timeout_votes(job);
+    let heartbeat = job
+        .events
+        .iter()
+        .any(|e| e.kind == EventKind::HeartbeatStuck);
+    if votes.is_empty() && !heartbeat {
+        return None;
+    }
+    let scores = votes_flow_upstream(job, votes, hang_of);
+    let best = scores
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|(k, _)| k);
+    Some(best.unwrap_or_else(|| ("0".into(), None)))
+}
+
+/// A (process group, sequence number).
+type Work = (String, Option<i64>);
+
+/// Groups are looked at in this many at most, the most voted first: the
+/// ones that matter are among them, and each costs a pass over the ranks.
+const UPSTREAM_CANDIDATES: usize = 64;
+
+/// Each work's votes, plus those of the works that wait on it, followed
+/// upstream as far as it goes (a cycle stops where it closes).
+fn votes_flow_upstream(
+    job: &Job,
+    votes: BTreeMap<Work, usize>,
+    hang_of: impl Fn(Work) -> Hang,
+) -> BTreeMap<Work, usize> {
+    if votes.len() < 2 {
+        return votes;
+    }
+    let mut ranked: Vec<(&Work, &usize)> = votes.iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let upstream: BTreeMap<&Work, Work> = ranked
+        .iter()
+        .take(UPSTREAM_CANDIDATES)
+        .filter_map(|(w, _)| Some((*w, upstream_work(job, &hang_of((*w).clone()))?)))
+        .collect();
+    let mut scores = votes.clone();
+    for (work, n) in &votes {
+        let mut seen = BTreeSet::from([work]);
+        let mut at = work;
+        while let Some(up) = upstream.get(at) {
+            if !seen.insert(up) {
+                break;
+            }
+            *scores.entry(up.clone()).or_default() += n;
+            at = up;
+        }
+    }
+    scores
+}
+
+/// Per (group, seq), how many ranks timed out (or failed) in it.
+fn timeout_votes(job: &Job) -> BTreeMap<Work, usize> {
     let mut votes: BTreeMap<(String, Option<i64>), usize> = BTreeMap::new();
     let anonymous = job.anonymous_pg_states.iter().map(|((pg, _), st)| (pg, st));
     for (pg, st) in job
@@ -364,18 +457,7 @@ fn hung_work(job: &Job) -> Option<(String, Option<i64>)> {
             *votes.entry((pg.clone(), st.failed_seq)).or_default() += 1;
         }
     }
-    let heartbeat = job
-        .events
-        .iter()
-        .any(|e| e.kind == EventKind::HeartbeatStuck);
-    if votes.is_empty() && !heartbeat {
-        return None;
-    }
-    let best = votes
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-        .map(|(k, _)| k);
-    Some(best.unwrap_or_else(|| ("0".into(), None)))
+    votes
 }
 
 /// Ranks that left at least one log line: a recognised one, or any line in

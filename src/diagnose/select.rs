@@ -103,9 +103,14 @@ fn on_a_reporters_host<'o>(
 /// port; failures its peers on other hosts report (both ends of a queue
 /// pair fail to connect to a GID that does not route) make them victims,
 /// not culprits. Where some of a placed cause's ranks run on its host, the
-/// others go.
+/// others go. A queue pair that cannot reach its peer (a rail crossed, a
+/// GID that does not route) is that too where its host is known, even
+/// when no line names its NIC.
 pub fn ranks_behind_the_port(job: &Job, hyps: &mut [Hypothesis]) {
-    for h in hyps.iter_mut().filter(|h| h.device.is_some()) {
+    let port_level = |h: &Hypothesis| {
+        h.device.is_some() || matches!(h.kind, CauseKind::CrossRail | CauseKind::GidIndex)
+    };
+    for h in hyps.iter_mut().filter(|h| port_level(h)) {
         let Some(host) = h.host.as_deref().map(short_host_of) else {
             continue;
         };
@@ -393,7 +398,9 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         _ if is_set_up(kind) && !ctx.job.deaths.iter().any(|d| !d.consequence) => Status::Hang,
         // A fault on the wire or the NIC stops the collective; NCCL's error
         // handling then takes the processes down instead of letting them
-        // time out. The job hung in that collective; nobody crashed first.
+        // time out. The job hung in that collective; nobody crashed first
+        // (the convention of the simulator's truths, step 4: a link flap is
+        // a hang whether or not the watchdog fired before the abort).
         CauseKind::LinkFlap
         | CauseKind::PacketLoss
         | CauseKind::Congestion

@@ -317,6 +317,16 @@ impl Job {
             .any(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
     }
 
+    /// The ranks of a process group, where a Flight Recorder dump lists
+    /// them (`pg_config`, keyed by the group's name).
+    pub fn group_members(&self, pg: &str) -> Option<BTreeSet<u32>> {
+        self.flight
+            .iter()
+            .flat_map(|d| &d.pg_config)
+            .find(|c| c.name == pg && !c.ranks.is_empty())
+            .map(|c| c.ranks.iter().copied().collect())
+    }
+
     /// The events whose kind `wanted` accepts, with their indices, in
     /// order. A job whose kinds were not indexed (one built by hand) is
     /// read event by event.

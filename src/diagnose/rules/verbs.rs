@@ -3,10 +3,10 @@
 //! its peer (cross_rail or a GID that does not route), an RDMA device the
 //! process may not open (config_mismatch).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, Event, EventIdx, EventKind};
+use crate::model::{CauseKind, Event, EventIdx, EventKind, Job};
 
 use super::Ctx;
 use super::setup::{fabric_link_layer, host_wide_memlock, located};
@@ -18,8 +18,14 @@ pub(super) fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let mut hyps: BTreeMap<CauseKind, Hypothesis> = BTreeMap::new();
     let link_layer = fabric_link_layer(ctx);
     let gid_forced = ctx.job.env.contains_key("NCCL_IB_GID_INDEX");
+    let along_rails = timeouts_follow_rails(ctx.job);
     for (idx, ev) in ctx.job.events_where(|k| k == EventKind::VerbsCallFailed) {
-        for (kind, weight, why) in claims(ev, link_layer.as_deref(), gid_forced) {
+        let shape = Shape {
+            link_layer: link_layer.as_deref(),
+            gid_forced,
+            along_rails,
+        };
+        for (kind, weight, why) in claims(ev, &shape) {
             let h = hyps.entry(kind).or_insert_with(|| located(kind, ev));
             if h.device.is_none() {
                 h.device = ev.text_field("hca").map(str::to_string);
@@ -47,8 +53,17 @@ pub(super) fn verbs_failures(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     hyps.into_values().collect()
 }
 
+/// What the job says about its fabric and its failures as a whole.
+struct Shape<'a> {
+    link_layer: Option<&'a str>,
+    /// NCCL_IB_GID_INDEX was set for the job.
+    gid_forced: bool,
+    /// The queue pairs timed out on some NIC positions only, on several hosts.
+    along_rails: bool,
+}
+
 /// What one failed verbs call says, by the call and its errno.
-fn claims(ev: &Event, link_layer: Option<&str>, gid_forced: bool) -> Vec<Claim> {
+fn claims(ev: &Event, shape: &Shape<'_>) -> Vec<Claim> {
     let call = ev.text_field("call").unwrap_or("");
     let detail = format!(
         "`{}`",
@@ -79,7 +94,7 @@ fn claims(ev: &Event, link_layer: Option<&str>, gid_forced: bool) -> Vec<Claim> 
                 format!("{call} failed: pinned memory could not be registered ({detail})"),
             )]
         }
-        "ibv_modify_qp" => modify_qp_claims(ev, &detail, link_layer, gid_forced),
+        "ibv_modify_qp" => modify_qp_claims(ev, &detail, shape),
         // The device is listed but this process may not open it: its
         // container or device cgroup does not admit it (nccl#2428: one
         // node's container saw one of its two eRDMA devices; a
@@ -97,12 +112,7 @@ fn claims(ev: &Event, link_layer: Option<&str>, gid_forced: bool) -> Vec<Claim> 
 
 /// A queue pair that could not be brought to its peer: a GID index that
 /// names no usable GID, or a peer it cannot reach.
-fn modify_qp_claims(
-    ev: &Event,
-    detail: &str,
-    link_layer: Option<&str>,
-    gid_forced: bool,
-) -> Vec<Claim> {
+fn modify_qp_claims(ev: &Event, detail: &str, shape: &Shape<'_>) -> Vec<Claim> {
     let gid = |w: f64, why: String| vec![(CauseKind::GidIndex, w, why)];
     // The GID index names an empty entry of the port's table (the
     // kernel's ENODATA for a GID slot not valid; NCCL prints it as
@@ -140,8 +150,11 @@ fn modify_qp_claims(
     // NCCL's own hint says cross-rail. A GID that does not route
     // (link-local, RoCE v1) times out the same way: a forced
     // NCCL_IB_GID_INDEX points there, and so does a GID table showing a
-    // bad entry (the snapshot rule adds that support).
-    let (gid_w, rail_w) = match (link_layer, gid_forced) {
+    // bad entry (the snapshot rule adds that support). One GID index
+    // serves every NIC of a host, so timeouts confined to the same few NIC
+    // positions on several hosts follow rails, not the index.
+    let (gid_w, rail_w) = match (shape.link_layer, shape.gid_forced) {
+        _ if shape.along_rails => (0.3, 0.65),
         (_, true) => (0.6, 0.35),
         (Some("IB"), false) => (0.25, 0.6),
         (_, false) => (0.4, 0.5),
@@ -180,6 +193,36 @@ fn locate_unreachable_peer(ctx: &Ctx<'_>, hyps: &mut BTreeMap<CauseKind, Hypothe
             super::common_peer::name_the_likely_nic(ctx.job, h);
         }
     }
+}
+
+/// The ranks whose queue pairs timed out sit on several hosts but at only
+/// some of the GPU positions those hosts run: their NICs' rails cannot
+/// reach each other, while the other rails connected.
+fn timeouts_follow_rails(job: &Job) -> bool {
+    let position = |r: u32| {
+        let info = job.ranks.get(&r)?;
+        info.local_rank.or(info.cuda_dev)
+    };
+    let failing: BTreeSet<u32> = job
+        .events_where(|k| k == EventKind::VerbsCallFailed)
+        .filter(|(_, ev)| ev.text_field("call") == Some("ibv_modify_qp") && qp_cannot_reach(ev))
+        .filter_map(|(_, ev)| ev.who.rank)
+        .collect();
+    let hosts: BTreeSet<&str> = failing
+        .iter()
+        .filter_map(|&r| job.short_host_of_rank(r))
+        .collect();
+    let failing_at: Option<BTreeSet<u32>> = failing.iter().map(|&r| position(r)).collect();
+    let Some(failing_at) = failing_at else {
+        return false;
+    };
+    let run_at: BTreeSet<u32> = job
+        .ranks
+        .keys()
+        .filter(|&&r| job.short_host_of_rank(r).is_some_and(|h| hosts.contains(h)))
+        .filter_map(|&r| position(r))
+        .collect();
+    hosts.len() >= 2 && !failing_at.is_empty() && failing_at.len() < run_at.len()
 }
 
 fn errno_is(ev: &Event, code: i64, text: &str) -> bool {

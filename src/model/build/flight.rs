@@ -22,12 +22,29 @@ pub fn synthesize(job: &mut Job) {
         } else {
             dump.pg_status.clone()
         };
+        let names = group_names(dump);
         for st in &statuses {
             let open = oldest_open.get(st.pg_id.as_str()).copied();
-            new.push(status_event(rank, origin, st, open));
+            let mut st = st.clone();
+            if let Some(name) = names.get(st.pg_id.as_str()) {
+                st.pg_id = (*name).to_string();
+            }
+            new.push(status_event(rank, origin, &st, open));
         }
     }
     job.events.extend(new);
+}
+
+/// Each group's name by its id in this dump. `pg_status` and the entries'
+/// `pg_id` count the groups this process created, which need not agree
+/// between ranks (a rank outside a group skips its id); the name (the
+/// entries' `process_group[0]`) is the same on every member and is the
+/// GUID the watchdog lines print, so the group is known by it.
+fn group_names(dump: &FlightDump) -> BTreeMap<&str, &str> {
+    dump.entries
+        .iter()
+        .filter_map(|e| Some((e.pg_id.as_deref()?, e.pg_name.as_deref()?)))
+        .collect()
 }
 
 /// Dumps without `pg_status` (torch 2.2): the entries themselves say how far

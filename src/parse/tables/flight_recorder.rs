@@ -207,6 +207,7 @@ fn op_name(profiling: &str) -> String {
         .trim_start_matches('_')
         .chars()
         .filter(|c| *c != '_')
+        .map(|c| c.to_ascii_lowercase())
         .collect();
     let core = match core.as_str() {
         "reducescatterbase" => "REDUCE_SCATTER_BASE".to_string(),
@@ -243,6 +244,15 @@ mod tests {
         assert_eq!(op_name("nccl:_allgather_base"), "_ALLGATHER_BASE");
         assert_eq!(op_name("nccl:broadcast"), "BROADCAST");
         assert_eq!(op_name("nccl:send 0->1"), "SEND");
+    }
+
+    #[test]
+    fn profiling_names_in_the_op_type_spelling_read_the_same() {
+        assert_eq!(
+            op_name("nccl:_REDUCE_SCATTER_BASE"),
+            op_name("nccl:_reduce_scatter_base")
+        );
+        assert_eq!(op_name("nccl:ALLGATHER_BASE"), "ALLGATHER_BASE");
     }
 
     #[test]
