@@ -841,3 +841,37 @@ fn a_connection_without_nccls_magic_before_a_hang_is_the_proxy_accept_defect_fix
     let doc = analyze(foreign_connection_hang("2.30.7", true).path());
     assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
 }
+
+/// nccl#1185's shape on 2.20.3 with the default group up: every rank's first
+/// communicator prints Init COMPLETE, then the split a new group makes fails
+/// to bind its proxy's UDS socket, before any collective completed, and
+/// torchrun reports the workers failed. The job never got past creating
+/// its communicators: an init failure.
+#[test]
+fn a_later_communicator_failing_set_up_before_any_work_is_an_init_failure_nccl_2_20_3() {
+    let rank = |r: u32| {
+        let t = format!("node3:3{r}:1058{r}");
+        let mut lines = init("node3", 30 + r, r, "2.20.3+cuda12.3");
+        lines.extend([
+            format!("{t} [{r}] NCCL INFO comm 0x55d0{r}0 rank {r} nranks 2 cudaDev {r} nvmlDev {r} busId {}000 commId 0x6f3a9d1c2b7e4a05 - Init COMPLETE", 18 + r * 0x23),
+            format!("{t} [{r}] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-{r}-e647f8d8e15809a1 failed : Address already in use (98)"),
+            format!("{t} [{r}] NCCL INFO proxy.cc:1697 -> 2"),
+            format!("{t} [{r}] NCCL INFO init.cc:1210 -> 2"),
+        ]);
+        lines
+    };
+    let agent = vec![
+        "[2025-02-11 09:14:07,512] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 30) of binary: /usr/bin/python".to_string(),
+    ];
+    let doc = analyze(
+        job(&[
+            ("rank0.log", rank(0)),
+            ("rank1.log", rank(1)),
+            ("agent.log", agent),
+        ])
+        .path(),
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "nccl_bug", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}

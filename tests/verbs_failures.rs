@@ -432,3 +432,34 @@ fn timeouts_at_every_nic_position_keep_the_forced_gid_index_nccl_2_19() {
     let v = three_host_timeouts(&[0, 1, 2, 3]);
     assert_eq!(v["cause"]["kind"], "gid_index", "{v:#}");
 }
+
+/// NCCL 2.23 connects its peers at the first collective (lazy connection,
+/// NCCL_RUNTIME_CONNECT=1): every rank of two hosts prints Init COMPLETE,
+/// then node002's ranks fail ibv_reg_mr in their proxies while the first
+/// all-gather connects, and torch raises the error. No work completed: the
+/// set-up failed, however far the init lines got.
+#[test]
+fn a_verbs_failure_at_the_first_collectives_connection_is_an_init_failure_nccl_2_23() {
+    let mut log = String::new();
+    for r in 0..4u32 {
+        let host = if r < 2 { "node001" } else { "node002" };
+        let (l, pid) = (r % 2, 6100 + r);
+        log.push_str(&format!(
+            "[default{l}]:{host}:{pid}:{} [{l}] NCCL INFO NCCL version 2.23.4+cuda12.6\n",
+            pid + 40
+        ));
+        log.push_str(&format!("[default{l}]:{host}:{pid}:{} [{l}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {l} nvmlDev {l} busId {l}8000 commId 0x7ab1 - Init COMPLETE\n", pid + 40));
+    }
+    for r in 2..4u32 {
+        let (l, pid) = (r % 2, 6100 + r);
+        let p = format!("[default{l}]:node002:{pid}:{} [{l}]", pid + 41);
+        log.push_str(&format!("{p} misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n"));
+        log.push_str(&format!("{p} NCCL INFO transport/net_ib.cc:1228 -> 2\n"));
+        log.push_str(&format!("{p} proxy.cc:1656 NCCL WARN [Proxy Service {r}] Failed to execute operation Connect from rank {r}, retcode 2\n"));
+        log.push_str(&format!("[rank{r}]: torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.23.4\n"));
+    }
+    log.push_str("E1205 10:02:11.113000 91 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 6102) of binary: /usr/bin/python\n");
+    let v = common::verdict_of(&[("node002/container.log", &log)]);
+    assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
+    assert_eq!(v["status"], "init_failure", "{v:#}");
+}

@@ -412,7 +412,7 @@ type Work = (String, Option<i64>);
 const UPSTREAM_CANDIDATES: usize = 64;
 
 /// Each work's votes, plus those of the works that wait on it, followed
-/// upstream as far as it goes (a cycle stops where it closes).
+/// upstream as far as it goes.
 fn votes_flow_upstream(
     job: &Job,
     votes: BTreeMap<Work, usize>,
@@ -430,17 +430,25 @@ fn votes_flow_upstream(
         .collect();
     let mut scores = votes.clone();
     for (work, n) in &votes {
-        let mut seen = BTreeSet::from([work]);
-        let mut at = work;
-        while let Some(up) = upstream.get(at) {
-            if !seen.insert(up) {
-                break;
-            }
+        for up in upstream_chain(&upstream, work) {
             *scores.entry(up.clone()).or_default() += n;
-            at = up;
         }
     }
     scores
+}
+
+/// The works upstream of `work`, nearest first. Groups that each wait on
+/// the other (ranks stuck in either, an order the program broke) tell
+/// nothing about which came first: a chain that closes on itself is none.
+fn upstream_chain<'w>(upstream: &'w BTreeMap<&Work, Work>, work: &'w Work) -> Vec<&'w Work> {
+    let mut chain = vec![work];
+    while let Some(up) = upstream.get(chain[chain.len() - 1]) {
+        if chain.contains(&up) {
+            return Vec::new();
+        }
+        chain.push(up);
+    }
+    chain.split_off(1)
 }
 
 /// Per (group, seq), how many ranks timed out (or failed) in it.

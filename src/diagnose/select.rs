@@ -1,6 +1,6 @@
 //! Choosing among hypotheses, and the verdict's status and stuck ranks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventKind, Job};
@@ -350,6 +350,9 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && is_set_up(kind) && !init_completed(ctx) {
         return Status::Unknown;
     }
+    if !failed && only_the_cancels_doing(ctx, &choice.best) {
+        return Status::Healthy;
+    }
     // A suspect found only in counters, snapshots or the kernel log, while the
     // job itself shows no failure: the fabric is degraded, the job did not fail.
     if !failed {
@@ -384,13 +387,28 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             Status::Hang
         }
         _ if is_set_up(kind)
-            && (!init_completed(ctx) || never_came_up(ctx.job, &choice.best.ranks)) =>
+            && (!init_completed(ctx)
+                || never_came_up(ctx.job, &choice.best.ranks)
+                || connected_at_first_use(ctx.job)) =>
         {
             Status::InitFailure
         }
         // Nothing got past set-up, and NCCL was initialising (its init
         // lines) or its bootstrap / connection set-up failed.
         _ if !init_completed(ctx) && ctx.job.events.iter().any(fails_set_up) => Status::InitFailure,
+        // A later communicator (a new group, a split) failing its own set-up
+        // before any work was done, and the processes ending on it: the job
+        // never got past creating them.
+        _ if !work_done(ctx.job)
+            && !ctx.job.deaths.is_empty()
+            && ctx
+                .job
+                .events
+                .iter()
+                .any(|e| e.kind != EventKind::NcclCommInit && fails_set_up(e)) =>
+        {
+            Status::InitFailure
+        }
         CauseKind::Unknown => Status::Unknown,
         // Set-up that let the communicators come up but not carry traffic
         // (an interface other hosts cannot reach, a blocked port): the
@@ -498,48 +516,106 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
     // Deaths that are consequences (the agent stopping workers, their
     // SignalException) do not make a failure on their own: a cancelled job
     // shows exactly those.
-    let cancelled = job
-        .events
-        .iter()
-        .any(|e| e.kind == EventKind::JobCancelled && e.text_field("reason").is_none());
+    let cancelled = cancelled_by_a_user(job);
     let came_up = job.a_comm_came_up();
     let ran_out_of_time = trained_until_the_time_limit(ctx);
-    let stopped = stopped_by_the_scheduler(job, cancelled || ran_out_of_time);
+    let stopped = stopped_by_the_scheduler(ctx, cancelled || ran_out_of_time);
     job.deaths.iter().any(|d| !d.consequence)
         || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
         || super::rules::dumps_show_a_wait(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || super::rules::ras_shows_lost_processes(ctx)
-        || job.events.iter().any(|e| {
-            (is_failure(e, cancelled) && !stopped(e))
-                || fails_in_context(e, came_up)
-                || (time_limit(e) && !ran_out_of_time)
+        || job.events.iter().enumerate().any(|(i, e)| {
+            ((is_failure(e, cancelled) || fails_in_context(e, came_up)) && !stopped(i, e))
+                || (cancelled_for_a_reason(e) && !(time_limit(e) && ran_out_of_time))
         })
 }
 
+/// A user's scancel (a cancel line that gives no reason of the scheduler's).
+fn cancelled_by_a_user(job: &Job) -> bool {
+    job.events_where(|k| k == EventKind::JobCancelled)
+        .any(|(_, e)| e.text_field("reason").is_none())
+}
+
+/// The chosen cause rests only on lines a harmless cancel explains (ranks
+/// that lost their peers to the scheduler's SIGTERM): the job had no fault.
+fn only_the_cancels_doing(ctx: &Ctx<'_>, h: &Hypothesis) -> bool {
+    if !cancelled_by_a_user(ctx.job) && !trained_until_the_time_limit(ctx) {
+        return false;
+    }
+    let stopped = stopped_by_the_scheduler(ctx, true);
+    let mut cited = h.support.iter().filter_map(|s| s.event).peekable();
+    cited.peek().is_some() && cited.all(|i| stopped(i, &ctx.job.events[i]))
+}
+
 /// Where the scheduler's cancel was no failure (a user's scancel, a time
-/// limit reached while still training): whether an event is srun's report
-/// of a task the cancel stopped, below the cancel in the same output.
-fn stopped_by_the_scheduler(
-    job: &Job,
+/// limit or a preemption that came while still training): whether an event
+/// came after the cancel, so the cancel caused it. srun's reports of the
+/// tasks it stopped sit below the cancel in the same output; the errors of
+/// ranks that lost their peers to the SIGTERM are stamped after it.
+fn stopped_by_the_scheduler<'c>(
+    ctx: &'c Ctx<'_>,
     harmless: bool,
-) -> impl Fn(&crate::model::Event) -> bool + '_ {
-    let cancels = if harmless {
-        job.cancel_lines()
+) -> impl Fn(usize, &crate::model::Event) -> bool + 'c {
+    let job = ctx.job;
+    let (lines, at) = if harmless {
+        let at = job
+            .events_where(|k| k == EventKind::JobCancelled)
+            .filter_map(|(i, e)| ctx.timeline.time_of(i).or_else(|| cancelled_at(e)))
+            .min();
+        (job.cancel_lines(), at)
     } else {
         Default::default()
     };
-    move |e| {
-        e.kind == EventKind::TaskExited
-            && cancels
-                .get(&e.origin.file)
-                .is_some_and(|&at| e.origin.line > at)
+    let first_failure = first_stamped_failure_by_rank(ctx);
+    let job_first_failure = first_failure.values().min().copied();
+    // An unstamped line (NCCL's WARN) is at or after its stamped neighbour;
+    // one in a file without stamps (an NCCL_DEBUG_FILE) came when its rank
+    // first failed where a stamp says when, else no earlier than the job's
+    // first stamped failure.
+    move |i, e| {
+        let when = ctx
+            .timeline
+            .at_or_after(i)
+            .or_else(|| e.who.rank.and_then(|r| first_failure.get(&r).copied()))
+            .or(job_first_failure);
+        lines
+            .get(&e.origin.file)
+            .is_some_and(|&line| e.origin.line > line)
+            || at.is_some_and(|at| when.is_some_and(|t| t >= at))
     }
 }
 
-/// The scheduler stopped the job at its time limit.
-fn time_limit(e: &crate::model::Event) -> bool {
+/// Per rank, the time of its first stamped failure line.
+fn first_stamped_failure_by_rank(ctx: &Ctx<'_>) -> BTreeMap<u32, chrono::NaiveDateTime> {
+    let mut out: BTreeMap<u32, chrono::NaiveDateTime> = BTreeMap::new();
+    for (i, e) in ctx.job.events.iter().enumerate() {
+        if let (Some(rank), Some(t)) = (e.who.rank, ctx.timeline.time_of(i))
+            && is_failure(e, false)
+        {
+            let first = out.entry(rank).or_insert(t);
+            *first = (*first).min(t);
+        }
+    }
+    out
+}
+
+/// The time slurmstepd printed in its cancel line (`CANCELLED AT …`).
+fn cancelled_at(e: &crate::model::Event) -> Option<chrono::NaiveDateTime> {
+    let at = e.text_field("at")?;
+    chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%S").ok()
+}
+
+/// The scheduler cancelled the job for a reason of its own (`DUE TO …`).
+fn cancelled_for_a_reason(e: &crate::model::Event) -> bool {
     e.kind == EventKind::JobCancelled && e.text_field("reason").is_some()
+}
+
+/// The scheduler stopped the job at its time limit, or took its nodes
+/// for another job (both said after `DUE TO`; a node failure is not one).
+fn time_limit(e: &crate::model::Event) -> bool {
+    e.kind == EventKind::JobCancelled
+        && matches!(e.text_field("reason"), Some("TIME LIMIT" | "PREEMPTION"))
 }
 
 /// How close to the time limit the training loop's last report must be for
@@ -557,10 +633,7 @@ fn trained_until_the_time_limit(ctx: &Ctx<'_>) -> bool {
     let Some(limit) = job
         .events_where(|k| k == EventKind::JobCancelled)
         .filter(|(_, e)| time_limit(e))
-        .filter_map(|(_, e)| {
-            let at = e.text_field("at")?;
-            chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%S").ok()
-        })
+        .filter_map(|(_, e)| cancelled_at(e))
         .min()
     else {
         return false;
@@ -727,6 +800,31 @@ fn never_came_up(job: &Job, culprits: &BTreeSet<u32>) -> bool {
             e.text_field("phase") == Some("COMPLETE")
                 && e.who.rank.is_some_and(|r| culprits.contains(&r))
         })
+}
+
+/// NCCL 2.22+ connects its peers at the first collective that needs them
+/// (NCCL_RUNTIME_CONNECT), after every `Init COMPLETE`: a verbs call that
+/// failed there, with no work ever completed (no collective a status line
+/// counts as done, no training step) and the processes ending on it,
+/// failed the set-up all the same.
+fn connected_at_first_use(job: &Job) -> bool {
+    let verbs_failed = job
+        .events_where(|k| k == EventKind::VerbsCallFailed)
+        .next()
+        .is_some();
+    verbs_failed && !work_done(job) && !job.deaths.is_empty()
+}
+
+/// Some work was done: a collective a status line counts as completed, a
+/// training step reported.
+fn work_done(job: &Job) -> bool {
+    job.pg_states
+        .values()
+        .any(|st| st.last_completed.is_some_and(|c| c > 0))
+        || job
+            .events_where(|k| matches!(k, EventKind::TrainingStep | EventKind::ProgressBar))
+            .next()
+            .is_some()
 }
 
 /// The culprits: the chosen cause's ranks, else the ranks that fell behind.

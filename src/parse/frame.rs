@@ -287,6 +287,9 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
             (s.get(bar) == Some(&b'|')).then(|| (t, bar + 1 + spaces(&s[bar + 1..])))
         }
         b'[' => {
+            if let Some(stamped) = logger_tag_and_stamp(s) {
+                return Some(stamped);
+            }
             let (t, n) = stamps::date_time(&s[1..])?;
             (s.get(1 + n) == Some(&b']')).then(|| (t, 1 + n + 1 + spaces(&s[2 + n..])))
         }
@@ -313,6 +316,25 @@ fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
         }
         _ => None,
     }
+}
+
+/// A Python logger's bracketed name before its `asctime` stamp: torchtitan
+/// logs `[titan] 2025-01-08 13:43:27,894 - root - INFO - step: 10 …`.
+fn logger_tag_and_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
+    let close = s.iter().take(24).position(|&b| b == b']')?;
+    let name = &s[1..close];
+    let word = !name.is_empty()
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && !name.iter().all(u8::is_ascii_digit);
+    if !word || s.get(close + 1) != Some(&b' ') {
+        return None;
+    }
+    let at = close + 2;
+    let (t, n) = stamps::date_time(&s[at..])?;
+    let sp = spaces(&s[at + n..]);
+    (sp > 0).then_some((t, at + n + sp))
 }
 
 /// `opt-1_3b.0 [stderr] `: the run and stream a benchmark harness (milabench)
@@ -842,6 +864,16 @@ mod tests {
         assert_eq!(f.body, b"NCCL_SOCKET_IFNAME set by environment to eth0");
         let odd = b"node1:123:456 [1] NCCL INFO see [repeated x across cluster]";
         assert!(plain(odd).body.ends_with(b"cluster]"));
+    }
+
+    #[test]
+    fn a_loggers_name_before_its_stamp_is_peeled_torchtitan() {
+        let f = plain(
+            b"[default0]:[titan] 2025-01-08 13:43:27,894 - root - INFO - step: 14700  loss:  2.3178",
+        );
+        assert!(f.time.is_some());
+        assert_eq!(f.who.local_rank, Some(0));
+        assert_eq!(f.body, b"- root - INFO - step: 14700  loss:  2.3178");
     }
 
     #[test]

@@ -324,8 +324,21 @@ fn nic_ownership(ctx: &Ctx<'_>, place: &KernelPlace) -> f64 {
         (None, _) => 1.0,
         (Some(nics), Some(d)) if nics.contains_key(d) => 0.8,
         (Some(_), Some(_)) => 0.35,
+        (Some(nics), None) if ethernet_beside_infiniband(nics, place.netdev.as_deref()) => 0.2,
         (Some(_), None) => 0.7,
     }
+}
+
+/// Every NIC NCCL listed is an InfiniBand port, and the event names an
+/// Ethernet interface (`ens6f1np1`, `bond1`): an IB port's own interface
+/// is IPoIB's `ib…`, so this one carries storage or management traffic,
+/// not the job's.
+fn ethernet_beside_infiniband(
+    nics: &std::collections::BTreeMap<String, crate::model::NicInfo>,
+    netdev: Option<&str>,
+) -> bool {
+    let all_ib = nics.values().all(|n| n.link_layer.as_deref() == Some("IB"));
+    all_ib && netdev.is_some_and(|n| !n.starts_with("ib"))
 }
 
 #[cfg(test)]
@@ -390,5 +403,23 @@ pub(super) mod tests {
         let w = job_window(&ctx);
         let f: Vec<f64> = (1..5).map(|i| time_factor(&ctx, w, i)).collect();
         assert_eq!(f, [1.0, 0.45, 0.25, 1.0]);
+    }
+    #[test]
+    fn an_ethernet_port_beside_infiniband_hcas_is_off_the_jobs_path() {
+        let nic = |layer: &str| crate::model::NicInfo {
+            port: Some(1),
+            link_layer: Some(layer.to_string()),
+        };
+        let ib: std::collections::BTreeMap<String, crate::model::NicInfo> = [
+            ("mlx5_0".to_string(), nic("IB")),
+            ("mlx5_1".to_string(), nic("IB")),
+        ]
+        .into();
+        assert!(ethernet_beside_infiniband(&ib, Some("ens6f1np1")));
+        assert!(!ethernet_beside_infiniband(&ib, Some("ibp12s0")));
+        assert!(!ethernet_beside_infiniband(&ib, None));
+        let roce: std::collections::BTreeMap<String, crate::model::NicInfo> =
+            [("mlx5_0".to_string(), nic("RoCE"))].into();
+        assert!(!ethernet_beside_infiniband(&roce, Some("ens6f1np1")));
     }
 }
