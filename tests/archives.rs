@@ -74,6 +74,48 @@ fn a_tar_gz_of_a_job_reads_like_the_folder() {
     assert!(cited.starts_with("job.tar.gz!node002/"), "{cited}");
 }
 
+/// Every rank of two hosts times out in one ALLREDUCE (torch 2.4); the
+/// kernel log in `node002/` (dmesg -T: no host in its lines) shows its
+/// mlx5_1 port going down and up as the collective hung. Only the folder
+/// says whose port that was.
+fn flap_job_files() -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for (h, host) in ["node001", "node002"].iter().enumerate() {
+        let mut log = String::new();
+        for r in [2 * h, 2 * h + 1] {
+            log.push_str(&format!("[rank{r}]:[E1126 10:10:0{r}.000000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=50, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"));
+        }
+        files.push((format!("{host}/train.log"), log.into_bytes()));
+    }
+    let dmesg = "[Tue Nov 26 10:00:04 2024] mlx5_core 0000:ab:00.0 mlx5_1: Port: 1 Link DOWN\n\
+                 [Tue Nov 26 10:00:09 2024] mlx5_core 0000:ab:00.0 mlx5_1: Port: 1 Link ACTIVE\n";
+    files.push(("node002/dmesg.txt".to_string(), dmesg.as_bytes().to_vec()));
+    files
+}
+
+/// `tar czf llama70b-run7.tar.gz llama70b-run7/`: every member sits in a
+/// folder named like the archive (and like a host: letters and digits).
+/// That folder is the job's root: the node folders inside still name the
+/// hosts, and the archive's name names none.
+#[test]
+fn a_tar_gz_of_a_job_folder_reads_like_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    let files = flap_job_files();
+    for (path, data) in &files {
+        common::write(&job, path, std::str::from_utf8(data).unwrap());
+    }
+    let wrapped: Vec<(String, Vec<u8>)> = files
+        .into_iter()
+        .map(|(p, d)| (format!("llama70b-run7/{p}"), d))
+        .collect();
+    let archive = tmp.path().join("llama70b-run7.tar.gz");
+    std::fs::write(&archive, gz(&tar_bytes(&wrapped))).unwrap();
+    let from_folder = verdict_of(&job);
+    assert_eq!(from_folder["cause"]["host"], "node002", "{from_folder:#}");
+    same_diagnosis(&verdict_of(&archive), &from_folder);
+}
+
 #[test]
 fn nested_archives_of_gzipped_node_logs() {
     // A job tarball holding one gzipped tar per node, whose logs are gzipped too.

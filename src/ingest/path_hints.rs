@@ -57,11 +57,30 @@ pub fn hints_from_path(path: &str) -> PathHints {
 /// The host an archive of one host's files is named after
 /// (`node005.tar.gz`, `gpu-17.cluster.local.tgz`, `node006.zip`).
 pub fn host_of_archive(path: &str) -> Option<String> {
+    host_of_folder(archive_stem(path)?).map(str::to_string)
+}
+
+/// The name of an archive without its extensions (`job-77.tar.gz` → `job-77`).
+fn archive_stem(path: &str) -> Option<&str> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let stem = [".tar.gz", ".tar.zst", ".tar.zstd", ".tgz", ".tar", ".zip"]
+    [".tar.gz", ".tar.zst", ".tar.zstd", ".tgz", ".tar", ".zip"]
         .iter()
-        .find_map(|ext| name.strip_suffix(ext))?;
-    host_of_folder(stem).map(str::to_string)
+        .find_map(|ext| name.strip_suffix(ext))
+}
+
+/// A member's path below the folder the archive was made of: `tar czf
+/// job-77.tar.gz job-77/` wraps every member in `job-77/`, which is the
+/// job's root, not a folder of it (a host's, a rank's).
+pub fn inside_the_wrapper<'p>(member: &'p str, archive: &str) -> &'p str {
+    let Some(stem) = archive_stem(archive) else {
+        return member;
+    };
+    let member = member.trim_start_matches("./");
+    member
+        .strip_prefix(stem)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(member)
 }
 
 /// The host a folder is named after: `node005`, or `node005.cluster.local`
@@ -176,5 +195,20 @@ mod tests {
     fn generic_folder_names_are_not_hosts() {
         assert_eq!(hints_from_path("logs/attempt_0/x.log").host, None);
         assert_eq!(hints_from_path("slurm-123/x.log").host, None);
+    }
+
+    #[test]
+    fn an_archives_wrapper_folder_is_the_jobs_root() {
+        let p = "f5-07-job318842/nodes/node007/dmesg.txt";
+        let inner = inside_the_wrapper(p, "/data/f5-07-job318842.tar.gz");
+        assert_eq!(inner, "nodes/node007/dmesg.txt");
+        assert_eq!(hints_from_path(inner).host.as_deref(), Some("node007"));
+        assert_eq!(inside_the_wrapper("./job-77/x.log", "job-77.tgz"), "x.log");
+        // Another folder, or one named like the archive but holding no files.
+        assert_eq!(
+            inside_the_wrapper("node005/x.log", "job-77.tgz"),
+            "node005/x.log"
+        );
+        assert_eq!(inside_the_wrapper("job-77/", "job-77.tgz"), "job-77/");
     }
 }

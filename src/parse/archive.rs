@@ -9,7 +9,7 @@ use crate::grammar::Grammar;
 use crate::ingest::InputFile;
 use crate::ingest::archive::{ArchiveKind, Budgeted, Member, archive_kind, walk_tar, walk_zip};
 use crate::ingest::open::{Compression, decompress};
-use crate::ingest::path_hints::{hints_from_path, host_of_archive};
+use crate::ingest::path_hints::{hints_from_path, host_of_archive, inside_the_wrapper};
 use crate::model::{FileId, Skipped};
 
 use super::scan::{FileParse, parse_with_head, read_head};
@@ -228,12 +228,17 @@ impl Walker<'_> {
 
     /// The member's own path says more about its writer than the archive's.
     fn member_file(&self, path: &str, display: String) -> InputFile {
-        let mut hints = hints_from_path(path);
+        let inner = inside_the_wrapper(path, &self.archive.display);
+        let mut hints = hints_from_path(inner);
         let outer = &self.archive.hints;
-        hints.host = hints
-            .host
-            .or_else(|| outer.host.clone())
-            .or_else(|| host_of_archive(&self.archive.display));
+        // An archive of a folder named like it holds a job, not one host's
+        // files: its name is no host's.
+        let wrapped = inner.len() < path.len();
+        hints.host = hints.host.or_else(|| outer.host.clone()).or_else(|| {
+            (!wrapped)
+                .then(|| host_of_archive(&self.archive.display))
+                .flatten()
+        });
         hints.rank = hints.rank.or(outer.rank);
         InputFile {
             id: FileId(0),

@@ -81,7 +81,10 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         {
             apply_tag(&mut f.who, Tag::Host(host));
             pos += n;
-        } else if let Some(n) = compose_service(s).or_else(|| stream_label(s)) {
+        } else if let Some(n) = compose_service(s)
+            .or_else(|| stream_label(s))
+            .or_else(|| kubectl_prefix(s))
+        {
             pos += n;
         } else if let Some((n, host)) = host_arrow(s) {
             apply_tag(&mut f.who, Tag::Host(host));
@@ -335,6 +338,17 @@ fn logger_tag_and_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
     let (t, n) = stamps::date_time(&s[at..])?;
     let sp = spaces(&s[at + n..]);
     (sp > 0).then_some((t, at + n + sp))
+}
+
+/// `[pod/trainer-worker-1/pytorch] `: `kubectl logs --prefix` names the pod
+/// and container before each line (several pods' logs in one stream). The
+/// pod's name is the host NCCL's own prefix then prints, so it is peeled.
+fn kubectl_prefix(s: &[u8]) -> Option<usize> {
+    let rest = s.strip_prefix(b"[pod/")?;
+    let close = rest.iter().take(320).position(|&b| b == b']')?;
+    let inner = &rest[..close];
+    let named = inner.contains(&b'/') && !inner.iter().any(u8::is_ascii_whitespace);
+    (named && rest.get(close + 1) == Some(&b' ')).then_some(5 + close + 2)
 }
 
 /// `opt-1_3b.0 [stderr] `: the run and stream a benchmark harness (milabench)
@@ -874,6 +888,16 @@ mod tests {
         assert!(f.time.is_some());
         assert_eq!(f.who.local_rank, Some(0));
         assert_eq!(f.body, b"- root - INFO - step: 14700  loss:  2.3178");
+    }
+
+    #[test]
+    fn kubectls_pod_and_container_prefix_is_peeled_kubectl_1_17() {
+        let f = plain(
+            b"[pod/vit-g-worker-1/pytorch] [default0]:vit-g-worker-1:40:138 [0] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Invalid argument errno 22",
+        );
+        assert_eq!(f.who.local_rank, Some(0));
+        assert_eq!(f.who.host.as_deref(), Some("vit-g-worker-1"));
+        assert!(f.nccl);
     }
 
     #[test]
