@@ -558,16 +558,15 @@ fn stopped_by_the_scheduler<'c>(
     harmless: bool,
 ) -> impl Fn(usize, &crate::model::Event) -> bool + 'c {
     let job = ctx.job;
-    let (lines, at) = if harmless {
+    let (lines, at, first_failure) = if harmless {
         let at = job
             .events_where(|k| k == EventKind::JobCancelled)
             .filter_map(|(i, e)| ctx.timeline.time_of(i).or_else(|| cancelled_at(e)))
             .min();
-        (job.cancel_lines(), at)
+        (job.cancel_lines(), at, first_stamped_failure_by_rank(ctx))
     } else {
         Default::default()
     };
-    let first_failure = first_stamped_failure_by_rank(ctx);
     let job_first_failure = first_failure.values().min().copied();
     // An unstamped line (NCCL's WARN) is at or after its stamped neighbour;
     // one in a file without stamps (an NCCL_DEBUG_FILE) came when its rank
