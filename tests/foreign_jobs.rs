@@ -29,8 +29,9 @@ const FLOORS: [(&str, usize); 5] = [
 fn jobs() -> Vec<(PathBuf, Value)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/foreign");
     let mut out = Vec::new();
-    for set in std::fs::read_dir(&root).unwrap() {
-        for entry in std::fs::read_dir(set.unwrap().path()).unwrap() {
+    let sets = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path());
+    for set in sets.filter(|p| p.is_dir()) {
+        for entry in std::fs::read_dir(set).unwrap() {
             let path = entry.unwrap().path();
             let Some(name) = path.to_str().and_then(|p| p.strip_suffix(".truth.json")) else {
                 continue;
