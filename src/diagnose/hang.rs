@@ -387,7 +387,7 @@ fn likelier_waiting(delays: &ReportDelays, stops: &[Stop], cut: &BTreeSet<u32>) 
 /// timeouts of the groups that wait on it (see [`upstream_work`]); ties go
 /// to the lower group id and sequence number. A group without sequence
 /// numbers still counts.
-fn hung_work(job: &Job, hang_of: impl Fn(Work) -> Hang) -> Option<(String, Option<i64>)> {
+fn hung_work(job: &Job, hang_of: impl Fn(Work) -> Hang) -> Option<Work> {
     let votes = timeout_votes(job);
     let heartbeat = job
         .events
@@ -453,7 +453,7 @@ fn upstream_chain<'w>(upstream: &'w BTreeMap<&Work, Work>, work: &'w Work) -> Ve
 
 /// Per (group, seq), how many ranks timed out (or failed) in it.
 fn timeout_votes(job: &Job) -> BTreeMap<Work, usize> {
-    let mut votes: BTreeMap<(String, Option<i64>), usize> = BTreeMap::new();
+    let mut votes: BTreeMap<Work, usize> = BTreeMap::new();
     let anonymous = job.anonymous_pg_states.iter().map(|((pg, _), st)| (pg, st));
     for (pg, st) in job
         .pg_states
