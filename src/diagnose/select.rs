@@ -527,7 +527,7 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
         || super::rules::ras_shows_lost_processes(ctx)
         || job.events.iter().enumerate().any(|(i, e)| {
             ((is_failure(e, cancelled) || fails_in_context(e, came_up)) && !stopped(i, e))
-                || (cancelled_for_a_reason(e) && !(time_limit(e) && ran_out_of_time))
+                || (cancelled_for_a_reason(e) && !(time_limit(ctx, e) && ran_out_of_time))
         })
 }
 
@@ -611,10 +611,12 @@ fn cancelled_for_a_reason(e: &crate::model::Event) -> bool {
 }
 
 /// The scheduler stopped the job at its time limit, or took its nodes
-/// for another job (both said after `DUE TO`; a node failure is not one).
-fn time_limit(e: &crate::model::Event) -> bool {
+/// for another job (`[scheduler]` in grammars/knowledge.toml; a node
+/// failure is not one).
+fn time_limit(ctx: &Ctx<'_>, e: &crate::model::Event) -> bool {
     e.kind == EventKind::JobCancelled
-        && matches!(e.text_field("reason"), Some("TIME LIMIT" | "PREEMPTION"))
+        && e.text_field("reason")
+            .is_some_and(|r| ctx.kb.ends_a_working_job(r))
 }
 
 /// How close to the time limit the training loop's last report must be for
@@ -631,7 +633,7 @@ fn trained_until_the_time_limit(ctx: &Ctx<'_>) -> bool {
     let job = ctx.job;
     let Some(limit) = job
         .events_where(|k| k == EventKind::JobCancelled)
-        .filter(|(_, e)| time_limit(e))
+        .filter(|(_, e)| time_limit(ctx, e))
         .filter_map(|(_, e)| cancelled_at(e))
         .min()
     else {

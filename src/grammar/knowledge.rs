@@ -51,6 +51,8 @@ struct KnowledgeFile {
     #[serde(default)]
     horovod: HorovodSpec,
     #[serde(default)]
+    scheduler: SchedulerSpec,
+    #[serde(default)]
     data_loader: DataLoaderSpec,
     #[serde(default)]
     fr_trace: FrTraceSpec,
@@ -93,6 +95,13 @@ struct DataLoaderSpec {
 struct HorovodSpec {
     #[serde(default)]
     shut_down: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchedulerSpec {
+    #[serde(default)]
+    ended_while_working: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -392,6 +401,9 @@ pub struct Knowledge {
     /// Horovod's words (lower case) for its own shutdown, as an exception's
     /// message carries them.
     horovod_shut_down: Vec<String>,
+    /// Reasons a scheduler gives for a cancel (`DUE TO …`) that end a job
+    /// however well it ran: a time limit, a preemption.
+    ended_while_working: Vec<String>,
     /// The DataLoader's source file (its path's end) and the functions in
     /// which a main thread waits for its workers' data.
     data_loader_file: String,
@@ -540,6 +552,7 @@ impl Knowledge {
                 .iter()
                 .map(|m| m.to_ascii_lowercase())
                 .collect(),
+            ended_while_working: raw.scheduler.ended_while_working,
             local_only: LocalOnly::from_spec(file, raw.sockets)?,
             nccl_calls: raw.nccl_calls,
             causes,
@@ -602,6 +615,11 @@ impl Knowledge {
         !self.data_loader_file.is_empty()
             && file.ends_with(self.data_loader_file.as_str())
             && self.data_loader_fetch.iter().any(|f| f == function)
+    }
+
+    /// Whether a scheduler's cancel reason ends a job however well it ran.
+    pub fn ends_a_working_job(&self, reason: &str) -> bool {
+        self.ended_while_working.iter().any(|r| r == reason)
     }
 
     /// Whether an exception's message is Horovod's own shutdown.
