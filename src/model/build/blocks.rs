@@ -4,8 +4,11 @@
 //! opposite all give each host a contiguous block of ranks: host k holds
 //! ranks k·S … k·S + S − 1 for S ranks per host. Where every host whose
 //! ranks are known fits one block, and no two hosts share one, a rank that
-//! never wrote a line sits on the host owning its block. Any other layout
-//! (round-robin, uneven hosts) leaves such ranks without a host.
+//! never wrote a line sits on the host owning its block; hosts whose ranks
+//! are all silent take the free blocks in name order where the known hosts
+//! sit at their places in that order (Slurm's node list). Any other layout
+//! (round-robin, uneven hosts, hosts out of name order) leaves such ranks
+//! without a host.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -119,12 +122,52 @@ fn block_owners(job: &Job) -> Option<(BTreeMap<u32, String>, u32)> {
     }
     // One host without known ranks and one block without a host: its block.
     let free: Vec<u32> = (0..hosts).filter(|b| !owners.contains_key(b)).collect();
-    if let ([block], Some(host)) = (&free[..], idle.pop_first())
-        && idle.is_empty()
-    {
-        owners.insert(*block, host);
+    if free.len() == 1 && idle.len() == 1 {
+        owners.insert(free[0], idle.pop_first()?);
+    } else if blocks_follow_names(&owners, &idle) {
+        owners.extend(in_name_order(&owners, &idle));
     }
     Some((owners, per_host))
+}
+
+/// Slurm hands out blocks in its node list's order (hosts sorted by name,
+/// numbers numerically), and so do torchrun's `--node_rank=$SLURM_NODEID`
+/// and mpirun's sorted host files. Where every host whose ranks are known
+/// holds the block of its place in that order, the hosts without known
+/// ranks are taken to hold theirs too; a rendezvous that numbered hosts by
+/// arrival rarely puts each known host at its place by chance.
+fn blocks_follow_names(owners: &BTreeMap<u32, String>, idle: &BTreeSet<String>) -> bool {
+    let placed_by_name = |(place, host): (usize, &String)| {
+        owners
+            .get(&(place as u32))
+            .is_none_or(|h| short_host_of(h) == *host)
+    };
+    !idle.is_empty()
+        && all_hosts_by_name(owners, idle)
+            .iter()
+            .enumerate()
+            .all(placed_by_name)
+}
+
+/// The idle hosts with the blocks of their places among all hosts by name.
+fn in_name_order(owners: &BTreeMap<u32, String>, idle: &BTreeSet<String>) -> Vec<(u32, String)> {
+    all_hosts_by_name(owners, idle)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, host)| idle.contains(host))
+        .map(|(place, host)| (place as u32, host))
+        .collect()
+}
+
+/// Every host of the job (short names), in the launcher's order by name.
+fn all_hosts_by_name(owners: &BTreeMap<u32, String>, idle: &BTreeSet<String>) -> Vec<String> {
+    let mut hosts: Vec<String> = owners
+        .values()
+        .map(|h| short_host_of(h))
+        .chain(idle.iter().cloned())
+        .collect();
+    hosts.sort_by(|a, b| natord::compare(a, b));
+    hosts
 }
 
 #[cfg(test)]
@@ -206,8 +249,47 @@ mod tests {
         }
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&7].host.as_deref(), Some("d"));
-        // Two idle hosts for two free blocks: which is which is unknown.
-        assert!(!j.ranks.contains_key(&2));
+        // a and d hold the blocks of their places by name: so do b and c.
+        assert_eq!(j.ranks[&2].host.as_deref(), Some("b"));
+        assert_eq!(j.ranks[&5].host.as_deref(), Some("c"));
+    }
+
+    fn with_idle_hosts(mut j: Job, hosts: &[&str]) -> Job {
+        for host in hosts {
+            j.files.push(crate::model::FileInfo {
+                path: format!("{host}/journal.txt"),
+                hints: crate::model::PathHints {
+                    host: Some((*host).into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        j
+    }
+
+    /// NCCL_DEBUG=WARN under Slurm: only node10's ranks left a line; the
+    /// others hold the blocks of their places in the node list (numbers
+    /// compare as numbers: node9 before node10).
+    #[test]
+    fn silent_hosts_hold_the_blocks_of_their_places_by_name() {
+        let known: Vec<(u32, &str)> = (16..24).map(|r| (r, "node10")).collect();
+        let mut j = with_idle_hosts(job(&known, 32), &["node8", "node9", "node11"]);
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&0].host.as_deref(), Some("node8"));
+        assert_eq!(j.ranks[&8].host.as_deref(), Some("node9"));
+        assert_eq!(j.ranks[&31].host.as_deref(), Some("node11"));
+    }
+
+    /// A rendezvous numbered the hosts by arrival: the known host is not at
+    /// its place by name, so the silent ones stay unplaced.
+    #[test]
+    fn hosts_out_of_name_order_leave_silent_ranks_unplaced() {
+        let known: Vec<(u32, &str)> = (0..8).map(|r| (r, "node10")).collect();
+        let mut j = with_idle_hosts(job(&known, 32), &["node8", "node9", "node11"]);
+        place_silent_ranks(&mut j);
+        assert!(!j.ranks.contains_key(&8));
+        assert!(!j.ranks.contains_key(&31));
     }
 
     #[test]
