@@ -366,6 +366,23 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
             Status::InitFailure
         }
         CauseKind::GpuFault if died_on_a_cuda_error(ctx, &choice.best.ranks) => Status::Crash,
+        // A fault on the wire or the NIC stops the collective. Where ranks
+        // waited in it until their watchdog fired, the job hung (step 4's
+        // link flap: errors on the peers, then timeouts on every rank).
+        // Where no rank timed out, NCCL's error handling took the processes
+        // down first: the job died of the fault, as on-call engineers file it.
+        CauseKind::LinkFlap
+        | CauseKind::PacketLoss
+        | CauseKind::MtuMismatch
+        | CauseKind::HcaFault
+            if ctx
+                .job
+                .events_where(|k| k == EventKind::WatchdogTimeout)
+                .next()
+                .is_none() =>
+        {
+            Status::Crash
+        }
         _ if hang.is_some() => Status::Hang,
         // An nccl-tests run that stopped mid-way without an error hung.
         _ if super::rules::nccl_tests_run(ctx.job).is_some_and(|r| r.stopped(ctx.job)) => {
@@ -414,11 +431,6 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         // (an interface other hosts cannot reach, a blocked port): the
         // collectives wait on it, and no process died of its own accord.
         _ if is_set_up(kind) && !ctx.job.deaths.iter().any(|d| !d.consequence) => Status::Hang,
-        // A fault on the wire or the NIC stops the collective; NCCL's error
-        // handling then takes the processes down instead of letting them
-        // time out. The job hung in that collective; nobody crashed first
-        // (the convention of the simulator's truths, step 4: a link flap is
-        // a hang whether or not the watchdog fired before the abort).
         CauseKind::LinkFlap
         | CauseKind::PacketLoss
         | CauseKind::Congestion

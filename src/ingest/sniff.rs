@@ -54,6 +54,8 @@ pub enum TableKind {
     Ibdev2netdev,
     /// `nvidia-smi`, its table or `-q`.
     NvidiaSmi,
+    /// lldpd's `lldpcli show neighbors` (plain, `-f keyvalue` or `-f json`).
+    Lldp,
     /// PyTorch Flight Recorder dump (pickle, the default).
     FlightRecorderPickle,
     /// Flight Recorder dump in its JSON form.
@@ -62,7 +64,7 @@ pub enum TableKind {
 
 impl TableKind {
     /// The text tables (every kind but the Flight Recorder dumps).
-    pub const TEXT: [TableKind; 11] = [
+    pub const TEXT: [TableKind; 12] = [
         TableKind::SysfsCounters,
         TableKind::Perfquery,
         TableKind::EthtoolStats,
@@ -74,6 +76,7 @@ impl TableKind {
         TableKind::Mlxlink,
         TableKind::Ibdev2netdev,
         TableKind::NvidiaSmi,
+        TableKind::Lldp,
     ];
 }
 
@@ -104,6 +107,8 @@ fn sniff_kind(head: &[u8]) -> FileKind {
     if is_json_document(head) {
         return if looks_like_flight_recorder_json(head) {
             FileKind::Table(TableKind::FlightRecorderJson)
+        } else if looks_like_lldp_json(head) {
+            FileKind::Table(TableKind::Lldp)
         } else {
             FileKind::Binary {
                 why: "a JSON document, not a log",
@@ -160,6 +165,14 @@ fn looks_like_flight_recorder_json(head: &[u8]) -> bool {
     let has = |key: &[u8]| memchr::memmem::find(head, key).is_some();
     has(b"\"entries\"")
         && (has(b"\"pg_status\"") || has(b"\"pg_config\"") || has(b"\"profiling_name\""))
+}
+
+/// `lldpcli -f json show neighbors`: one `lldp` object holding `interface`.
+fn looks_like_lldp_json(head: &[u8]) -> bool {
+    let text = head.trim_ascii_start();
+    let opening = &text[..text.len().min(64)];
+    memchr::memmem::find(opening, b"\"lldp\"").is_some()
+        && memchr::memmem::find(head, b"\"interface\"").is_some()
 }
 
 /// Finds launcher prefixes that cannot be recognised line by line (Slurm
@@ -280,6 +293,13 @@ mod tests {
             sniff(b"{\n  \"a\": [1, 2,").kind,
             FileKind::Binary { .. }
         ));
+    }
+
+    #[test]
+    fn lldpcli_json_is_a_table() {
+        let head =
+            b"{\n  \"lldp\": {\n    \"interface\": {\"eth0\": {\"via\": \"LLDP\"}}\n  }\n}\n";
+        assert_eq!(sniff(head).kind, FileKind::Table(TableKind::Lldp));
     }
 
     #[test]

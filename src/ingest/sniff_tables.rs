@@ -177,6 +177,7 @@ fn with_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
         TableKind::SysfsCounters,
         TableKind::RdmaStatistic,
         TableKind::NvidiaSmi,
+        TableKind::Lldp,
     ];
     KINDS.iter().copied().find(|&kind| {
         let header = lines
@@ -271,8 +272,16 @@ fn is_header(kind: TableKind, line: &str) -> bool {
         TableKind::NvidiaSmi => {
             t.contains("==NVSMI LOG==") || t.starts_with("| NVIDIA-SMI ") && t.ends_with('|')
         }
+        TableKind::Lldp => t == "LLDP neighbors:" || is_lldp_keyvalue(t),
         _ => false,
     }
+}
+
+/// `lldp.ens12f0np0.chassis.name=leaf-rail3-a` (`lldpcli -f keyvalue`).
+fn is_lldp_keyvalue(t: &str) -> bool {
+    t.strip_prefix("lldp.")
+        .and_then(|rest| rest.split_once('='))
+        .is_some_and(|(key, _)| key.contains('.'))
 }
 
 /// Whether a line fits a kind's shape (blank lines never reach here).
@@ -310,6 +319,9 @@ fn fits(kind: TableKind, line: &str) -> bool {
                 || !t.contains(':') && t.split_whitespace().count() <= 6
                 || t.starts_with("GPU ")
         }
+        // Rules of dashes, `Key: value` lines and the section titles
+        // (`Chassis:`), or `lldp.<if>.<key>=value`.
+        TableKind::Lldp => t.bytes().all(|b| b == b'-') || t.contains(':') || is_lldp_keyvalue(t),
         _ => false,
     }
 }

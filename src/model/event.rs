@@ -126,6 +126,9 @@ event_kinds! {
     IbCompletionError => "ib_completion_error",
     IbAsyncEvent => "ib_async_event",
     VerbsCallFailed => "verbs_call_failed",
+    /// A queue-pair transition NCCL is still retrying (INFO): not a failure
+    /// by itself; the last try's failure is a `verbs_call_failed` WARN.
+    VerbsRetry => "verbs_retry",
     SocketError => "socket_error",
     /// A refused or timed-out connect NCCL is still retrying (INFO): not a
     /// failure by itself, since peers start listening at different times.

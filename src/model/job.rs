@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::kernel::KernelMap;
 use super::{
     CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, GpuSnapshot,
-    PortSnapshot, RawTime, StackDump,
+    LinkNeighbor, PortSnapshot, RawTime, StackDump,
 };
 
 /// Index into `Job::events`.
@@ -252,6 +252,8 @@ pub struct Job {
     pub flight: Vec<FlightDump>,
     /// GPUs as `nvidia-smi` showed them.
     pub gpus: Vec<GpuSnapshot>,
+    /// The switches at the far end of hosts' cables (LLDP).
+    pub neighbors: Vec<LinkNeighbor>,
     /// Stack dumps of the job's processes, in file order.
     pub stacks: Vec<StackDump>,
     /// Kernel logs: device names per host, and each kernel event's place.

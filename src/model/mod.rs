@@ -28,7 +28,7 @@ pub use stacks::{StackDump, StackFormat, StackThread};
 pub use sym::Sym;
 pub use sys::{
     CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
-    FlightPgStatus, GidEntry, GpuFinding, GpuSnapshot, Phase, PortSnapshot, SourceLine, SysRecord,
-    SysTables,
+    FlightPgStatus, GidEntry, GpuFinding, GpuSnapshot, LinkNeighbor, Phase, PortSnapshot,
+    SourceLine, SysRecord, SysTables,
 };
 pub use time::RawTime;

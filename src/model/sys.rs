@@ -203,6 +203,24 @@ pub struct GidEntry {
     pub text: Box<str>,
 }
 
+/// What the switch at the far end of a host's cable says about itself
+/// (LLDP, as `lldpcli show neighbors` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkNeighbor {
+    pub host: Option<String>,
+    /// The host's interface the cable is plugged into (`ens12f0np0`).
+    pub netdev: String,
+    /// The switch's system name (`leaf-rail3-a`).
+    pub switch: String,
+    /// The switch's port (`swp8s1`), where it says.
+    pub switch_port: Option<String>,
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    /// The line naming the switch, for citation.
+    #[serde(skip)]
+    pub line: Option<SourceLine>,
+}
+
 /// One entry of a Flight Recorder dump.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FlightEntry {
@@ -290,6 +308,7 @@ pub enum SysRecord {
     Gid(Box<GidEntry>),
     Flight(Box<FlightDump>),
     Gpu(Box<GpuSnapshot>),
+    Neighbor(Box<LinkNeighbor>),
 }
 
 /// The table records of a whole job, by kind, as parsed files are merged.
@@ -300,6 +319,7 @@ pub struct SysTables {
     pub gids: Vec<GidEntry>,
     pub flight: Vec<FlightDump>,
     pub gpus: Vec<GpuSnapshot>,
+    pub neighbors: Vec<LinkNeighbor>,
 }
 
 impl SysTables {
@@ -310,6 +330,7 @@ impl SysTables {
             SysRecord::Gid(g) => self.gids.push(*g),
             SysRecord::Flight(f) => self.flight.push(*f),
             SysRecord::Gpu(g) => self.gpus.push(*g),
+            SysRecord::Neighbor(n) => self.neighbors.push(*n),
         }
     }
 
@@ -319,6 +340,7 @@ impl SysTables {
             && self.gids.is_empty()
             && self.flight.is_empty()
             && self.gpus.is_empty()
+            && self.neighbors.is_empty()
     }
 }
 
@@ -330,6 +352,12 @@ impl SysRecord {
             SysRecord::Port(p) => set_file(&mut p.origin, id),
             SysRecord::Gid(g) => set_file(&mut g.origin, id),
             SysRecord::Flight(f) => set_file(&mut f.origin, id),
+            SysRecord::Neighbor(n) => {
+                set_file(&mut n.origin, id);
+                if let Some(line) = &mut n.line {
+                    line.origin.file = id;
+                }
+            }
             SysRecord::Gpu(g) => {
                 set_file(&mut g.origin, id);
                 for f in &mut g.findings {

@@ -110,8 +110,9 @@ pub fn simulate(opts: &SimOptions, out: &Path) -> Result<Summary, SimError> {
         )));
     }
     let mut plan = Plan::build(opts);
-    let story = causes::build(&plan);
+    let mut story = causes::build(&plan);
     keep_the_evidence(&mut plan);
+    died_before_any_timeout(&plan, &mut story);
     let written = layout::write_job(&plan, &story, out)?;
     let truth = truth_doc(&plan, &story);
     let json = serde_json::to_string_pretty(&truth).unwrap_or_default() + "\n";
@@ -146,6 +147,23 @@ fn keep_the_evidence(plan: &mut Plan) {
         }
         CauseKind::HcaFault | CauseKind::GpuFault | CauseKind::ProcessCrash => s.kernel = true,
         _ => {}
+    }
+}
+
+/// A fault on the wire or the NIC is a hang where ranks wait in the
+/// collective until their watchdog fires (step 4's link flap). Where the
+/// aborted ranks' launchers take every host down before any watchdog
+/// fires, no rank ever shows the wait: the job crashed of the fault, as
+/// on-call engineers file it.
+fn died_before_any_timeout(plan: &Plan, story: &mut story::Story) {
+    let aborts = story.truth.cause.as_ref().is_some_and(|c| {
+        matches!(
+            c.kind,
+            "link_flap" | "packet_loss" | "mtu_mismatch" | "hca_fault"
+        )
+    });
+    if story.truth.status == "hang" && aborts && !sched::a_watchdog_fires(plan, story) {
+        story.truth.status = "crash";
     }
 }
 

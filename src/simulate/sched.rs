@@ -91,6 +91,23 @@ pub fn natural_end(plan: &Plan, story: &Story, rank: u32) -> Option<(Us, Exit)> 
     }
 }
 
+/// Whether some rank's watchdog fires on the hung collective before its
+/// launcher or the scheduler kills it, i.e. whether the job shows a hang.
+/// Where the ranks an error aborted take every host's workers down first
+/// (torchrun's agents), no timeout is ever written: the job died instead.
+pub fn a_watchdog_fires(plan: &Plan, story: &Story) -> bool {
+    let end = job_end(plan, story);
+    (0..plan.hosts.len()).any(|h| {
+        let first = plan.hosts[h].first_rank;
+        let run = host_run(plan, story, h, end);
+        run.ranks.iter().zip(first..).any(|(r, rank)| {
+            matches!(story.fate(rank), Fate::Timeout { .. })
+                && r.cut
+                    .is_none_or(|cut| watchdog_fires(plan, story, rank) < cut)
+        })
+    })
+}
+
 /// A healthy rank's last line: after the last step, eval and checkpoint.
 pub fn finish_time(plan: &Plan, story: &Story, rank: u32) -> Us {
     let mut r = Rng::derive(plan.seed, "finish", &[u64::from(rank)]);

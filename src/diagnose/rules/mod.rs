@@ -8,6 +8,7 @@ mod barrier;
 mod bootstrap;
 mod bootstrap_ring;
 mod bundled;
+mod cabling;
 mod calls;
 mod common_peer;
 mod config;

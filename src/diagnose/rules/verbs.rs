@@ -193,6 +193,9 @@ fn locate_unreachable_peer(ctx: &Ctx<'_>, hyps: &mut BTreeMap<CauseKind, Hypothe
             super::common_peer::name_the_likely_nic(ctx.job, h);
         }
     }
+    if let Some(h) = hyps.get_mut(&CauseKind::CrossRail) {
+        super::cabling::place_on_the_miscabled_nic(ctx.job, h);
+    }
 }
 
 /// The ranks whose queue pairs timed out sit on several hosts but at only

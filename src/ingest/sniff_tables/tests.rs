@@ -63,6 +63,14 @@ fn other_shapes_of_the_same_tools() {
             Ibdev2netdev,
         ),
         (
+            "$ lldpcli show neighbors\n----------\nLLDP neighbors:\n----------\nInterface:    ens10f0np0, via: LLDP, RID: 1, Time: 0 day, 00:00:23\n  Chassis:     \n    ChassisID:    mac 1c:34:da:40:10:00\n    SysName:      leaf-rail0-a\n  Port:        \n    PortID:       ifname swp8s0\n",
+            Lldp,
+        ),
+        (
+            "lldp.ens10f0np0.via=LLDP\nlldp.ens10f0np0.chassis.name=leaf-rail0-a\nlldp.ens10f0np0.port.ifname=swp8s0\n",
+            Lldp,
+        ),
+        (
             "0000:3b:00.1 mlx5_1 (MT4123 - MCX653106A-HDAT) ConnectX-6 VPI adapter card fw 20.31.1014 port 1 (ACTIVE) ==> ib1 (Up)\n",
             Ibdev2netdev,
         ),

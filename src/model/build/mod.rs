@@ -47,6 +47,7 @@ pub fn build(
     job.gids = tables.gids;
     job.flight = tables.flight;
     job.gpus = tables.gpus;
+    job.neighbors = tables.neighbors;
     flight::synthesize(&mut job);
     file_hosts::adopt_logs(&mut job);
     job.index_kinds();

@@ -11,6 +11,7 @@ mod ibdev2netdev;
 mod ibstat;
 mod ibstatus;
 mod ibv_devinfo;
+mod lldp;
 mod mlxlink;
 mod nvidia_smi;
 mod perfquery;
@@ -79,6 +80,7 @@ fn parse_kind(kind: TableKind, ctx: &TableCtx, lines: &[common::Line<'_>]) -> Ta
         TableKind::Mlxlink => mlxlink::parse,
         TableKind::Ibdev2netdev => ibdev2netdev::parse,
         TableKind::NvidiaSmi => nvidia_smi::parse,
+        TableKind::Lldp => lldp::parse,
         TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
             return TableParse::default();
         }
