@@ -184,10 +184,12 @@ fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<us
     }
     // Loss between two hosts is as well explained by a faulty port at
     // the other end of the path (the host whose ranks reported it), where
-    // the cause names one port there.
+    // the cause names one port there that the job's ranks send over (a
+    // spare port left down is on no path).
     if let Some(peer) = h.peer_host.as_deref() {
-        let mut there =
-            of_cause().filter(|(_, o)| o.device.is_some() && o.host.as_deref() == Some(peer));
+        let mut there = of_cause().filter(|(_, o)| {
+            o.device.is_some() && !o.ranks.is_empty() && o.host.as_deref() == Some(peer)
+        });
         if let (Some((i, _)), None) = (there.next(), there.next()) {
             return Some(i);
         }
@@ -1067,7 +1069,10 @@ mod tests {
         let explains = [(CauseKind::MtuMismatch, vec![CauseKind::PacketLoss])];
         let mut loss = loss_on("n2", "mlx5_0");
         loss.peer_host = Some("n1".into());
-        let mtu = cause_on(CauseKind::MtuMismatch, "n1", "mlx5_0");
+        let mut mtu = cause_on(CauseKind::MtuMismatch, "n1", "mlx5_0");
+        // A spare port nobody sends over is on no path: it explains nothing.
+        assert_eq!(explain(vec![loss.clone(), mtu.clone()], &explains).len(), 2);
+        mtu.ranks = BTreeSet::from([4]);
         let one = explain(vec![loss.clone(), mtu.clone()], &explains);
         assert_eq!(one.len(), 1, "{one:?}");
         assert_eq!(one[0].kind, CauseKind::MtuMismatch);

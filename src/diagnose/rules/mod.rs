@@ -28,6 +28,7 @@ mod horovod;
 mod invalid_rank;
 mod kernel;
 mod launch_env;
+mod lossier_end;
 mod main_process;
 mod nccl_bug;
 mod nccl_cuda;

@@ -114,20 +114,23 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             );
             locate_on_suspect(ctx, hang, &reports, &suspect, &mut h);
             h.host = Some(suspect.clone());
+            if reporters.len() == 1 {
+                blame_the_lossier_reporter(ctx, &reports, &suspect, &mut h);
+            }
             for r in reports
                 .iter()
                 .filter(|r| r.peer_host.as_deref() == Some(suspect.as_str()))
                 .take(8)
             {
-                h.support(
-                    Source::Nccl,
-                    weight,
-                    Some(r.idx),
+                let status = status_text.clone().unwrap_or_default();
+                let why = if h.host.as_deref() == Some(suspect.as_str()) {
+                    format!("a victim's transfer to {suspect} failed: status {status}")
+                } else {
                     format!(
-                        "a victim's transfer to {suspect} failed: status {}",
-                        status_text.clone().unwrap_or_default()
-                    ),
-                );
+                        "this rank's transfer to {suspect} failed: status {status}; its own port's loss counters rose several times more than {suspect}'s"
+                    )
+                };
+                h.support(Source::Nccl, weight, Some(r.idx), why);
             }
         }
         None => {
@@ -169,6 +172,36 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             .for_each(|s| s.weight = s.weight.min(0.3));
     }
     Some(h)
+}
+
+/// One host alone reported failed sends to `suspect`: where its own port's
+/// counters show clearly more loss than the suspect's, the loss is on the
+/// reporter's end (see `lossier_end`), and the suspect is its peer.
+fn blame_the_lossier_reporter(
+    ctx: &Ctx<'_>,
+    reports: &[Report],
+    suspect: &str,
+    h: &mut Hypothesis,
+) {
+    let Some(report) = reports
+        .iter()
+        .find(|r| r.peer_host.as_deref() == Some(suspect) && r.host.is_some())
+    else {
+        return;
+    };
+    let ev = &ctx.job.events[report.idx];
+    let (Some(host), Some(hca)) = (report.host.as_deref(), ev.text_field("hca")) else {
+        return;
+    };
+    let to_suspect = (host, hca);
+    if !super::lossier_end::reporter_lost_more(ctx.job, to_suspect, suspect, h.device.as_deref()) {
+        return;
+    }
+    h.peer_host = Some(suspect.to_string());
+    h.host = Some(host.to_string());
+    h.device = Some(hca.to_string());
+    h.port = ev.int("port").and_then(|p| u32::try_from(p).ok());
+    h.ranks = report.rank.into_iter().collect();
 }
 
 /// The peer host named by the most distinct reporting hosts (other than

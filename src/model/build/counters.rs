@@ -3,7 +3,8 @@
 //!
 //! The deltas matter, not the absolute values (a port that has run for a year
 //! has symbol errors). A dump's place comes from its path first: folder or file
-//! names with `before`/`after`, `pre`/`post`, `start`/`end`, `begin`/`end`.
+//! names with `before`/`after`, `pre`/`post`, `start`/`end`, `begin`/`end`,
+//! `prolog`/`epilog` (Slurm's per-job scripts).
 //! Failing that, two dumps of the same host, device and port taken at
 //! different times (a stamp in the name or the content) are ordered: the
 //! earlier is before, the later after.
@@ -35,8 +36,12 @@ const BEFORE_WORDS: &[&str] = &[
     "beginning",
     "initial",
     "baseline",
+    // Slurm's Prolog / Epilog scripts: where sites dump counters per job.
+    "prolog",
 ];
-const AFTER_WORDS: &[&str] = &["after", "post", "postjob", "end", "finish", "final"];
+const AFTER_WORDS: &[&str] = &[
+    "after", "post", "postjob", "end", "finish", "final", "epilog",
+];
 
 /// What each file's path says about the dumps in it: a phase word, a stamp.
 /// Read before the counters are built, so that they can be built beside the
@@ -405,6 +410,14 @@ mod tests {
         assert_eq!(phase_of_path("node2/pre-job/ib.txt"), Phase::Before);
         assert_eq!(phase_of_path("run-start/counters_after.txt"), Phase::After);
         assert_eq!(phase_of_path("node2/post/ib.txt"), Phase::After);
+        assert_eq!(
+            phase_of_path("sys/n-c04/perfquery.prolog.txt"),
+            Phase::Before
+        );
+        assert_eq!(
+            phase_of_path("sys/n-c04/perfquery.epilog.txt"),
+            Phase::After
+        );
         assert_eq!(phase_of_path("node2/prefix/ib.txt"), Phase::Unknown);
         assert_eq!(phase_of_path("node2/ibstat.txt"), Phase::Unknown);
     }

@@ -46,7 +46,10 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
             continue;
         }
         let Some((name, value)) = stat(text) else {
-            out.unparsed += 1;
+            match section_netdev(text) {
+                Some(dev) => device = dev,
+                None => out.unparsed += 1,
+            }
             continue;
         };
         let at = CounterAt {
@@ -75,6 +78,17 @@ fn stat(text: &str) -> Option<(&str, u64)> {
 
 fn netdev_in_command(lines: &[Line<'_>]) -> Option<String> {
     lines.iter().take(4).find_map(|l| command_netdev(&l.text))
+}
+
+/// A collection script's title over each netdev's dump in one file
+/// (`== ens0np0 (mlx5_0) ==`, `### ens1f0np0`): a line that is no counter
+/// and names one netdev.
+fn section_netdev(text: &str) -> Option<String> {
+    let mut found = NETDEV_IN_PATH
+        .captures_iter(text)
+        .map(|c| c["d"].to_string());
+    let first = found.next()?;
+    found.all(|d| d == first).then_some(first)
 }
 
 /// `$ ethtool -S ens1f0 | grep prio` names the netdev.
@@ -132,6 +146,17 @@ mod tests {
             text,
         );
         assert_eq!(counters(&t)[0].device, "enp26s0np0");
+    }
+
+    /// One file of every netdev's dump, each under its script's title.
+    #[test]
+    fn titles_between_dumps_name_each_netdev() {
+        let text = "# Mon Jan  6 04:08:05 UTC 2025\n== ens0np0 (mlx5_0) ==\nNIC statistics:\n     link_down_events_phy: 2\n== ens1np0 (mlx5_1) ==\nNIC statistics:\n     link_down_events_phy: 1\n";
+        let t = parse_text(TableKind::EthtoolStats, "rc-a04/ethtool-S.after.txt", text);
+        let c = counters(&t);
+        let devices: Vec<(&str, u64)> = c.iter().map(|c| (c.device.as_str(), c.value)).collect();
+        assert_eq!(devices, vec![("ens0np0", 2), ("ens1np0", 1)]);
+        assert_eq!(t.unparsed, 1, "the date line");
     }
 
     #[test]
