@@ -99,13 +99,15 @@ mod tests {
     /// failed send to rc-a04, and lost six times what rc-a04's port did.
     #[test]
     fn the_reporters_port_that_lost_far_more_is_the_bad_end() {
-        let mut job = Job::default();
-        job.counter_deltas = vec![
-            rose("rc-a03", "mlx5_2", "out_of_sequence", 418_553),
-            rose("rc-a03", "mlx5_2", "packet_seq_err", 127_804),
-            rose("rc-a04", "mlx5_2", "out_of_sequence", 70_854),
-            rose("rc-a04", "mlx5_2", "rx_write_requests", 9_000_000),
-        ];
+        let job = Job {
+            counter_deltas: vec![
+                rose("rc-a03", "mlx5_2", "out_of_sequence", 418_553),
+                rose("rc-a03", "mlx5_2", "packet_seq_err", 127_804),
+                rose("rc-a04", "mlx5_2", "out_of_sequence", 70_854),
+                rose("rc-a04", "mlx5_2", "rx_write_requests", 9_000_000),
+            ],
+            ..Job::default()
+        };
         assert!(reporter_lost_more(
             &job,
             ("rc-a03", "mlx5_2"),
