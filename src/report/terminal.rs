@@ -46,12 +46,11 @@ pub fn summary(input: &ReportInput<'_>) -> String {
         );
         let place: Vec<String> = [
             cause.host.clone().map(|h| format!("host {h}")),
-            cause.device.clone().map(|d| {
-                format!(
-                    "{d} port {}",
-                    cause.port.map_or("?".into(), |p| p.to_string())
-                )
-            }),
+            // A port where one is known: an interface (`bond0`) has none.
+            cause
+                .device
+                .clone()
+                .map(|d| cause.port.map_or(d.clone(), |p| format!("{d} port {p}"))),
             cause.gpu_bus_id.clone().map(|g| format!("GPU {g}")),
             cause.peer_host.clone().map(|p| format!("peer {p}")),
         ]

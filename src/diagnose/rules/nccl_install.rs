@@ -12,7 +12,8 @@
 use std::collections::BTreeSet;
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
-use crate::model::{CauseKind, Event, EventIdx, EventKind};
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, Event, EventIdx, EventKind, PortSnapshot};
 
 use super::Ctx;
 
@@ -48,6 +49,13 @@ fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypoth
         .iter()
         .find(|(_, e)| e.text_field("what") == Some("net_missing"))?;
     let host = ctx.job.host_of_event(first).map(str::to_string);
+    if first.text_field("net") == Some("IB")
+        && let Some(h) = host
+            .as_deref()
+            .and_then(|h| no_port_active(ctx, h, *first_idx))
+    {
+        return Some(h);
+    }
     let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
     let efa = first.text_field("net").is_some_and(|n| n.contains("EFA"));
     h.value("variant", if efa { "efa_devices" } else { "net_plugin" });
@@ -94,6 +102,59 @@ fn network_missing(ctx: &Ctx<'_>, lines: &[(EventIdx, &Event)]) -> Option<Hypoth
             0.05,
             Some(idx),
             "another process could not find it either",
+        );
+    }
+    Some(h)
+}
+
+/// NCCL found no IB device on `host` because none of its IB ports is
+/// Active (a snapshot shows each Initializing, Down or Polling: no subnet
+/// manager, no link): the ports' state, not the set-up, is the cause.
+fn no_port_active(ctx: &Ctx<'_>, host: &str, missing: EventIdx) -> Option<Hypothesis> {
+    let short = short_host_of(host);
+    let ports: Vec<&PortSnapshot> = ctx
+        .job
+        .ports
+        .iter()
+        .filter(|p| p.host.as_deref().map(short_host_of).as_deref() == Some(short.as_str()))
+        .filter(|p| p.link_layer.as_deref() != Some("Ethernet") && p.state.is_some())
+        .collect();
+    let first = ports.first()?;
+    if ports.iter().any(|p| p.state.as_deref() == Some("Active")) {
+        return None;
+    }
+    let mut h = Hypothesis::new(CauseKind::PortDegraded);
+    h.host = Some(host.to_string());
+    h.ranks = ctx
+        .job
+        .ranks
+        .keys()
+        .copied()
+        .filter(|&r| ctx.job.short_host_of_rank(r) == Some(short.as_str()))
+        .collect();
+    let state = first.state.clone().unwrap_or_default();
+    h.value(
+        "detail",
+        format!(
+            "no IB port of {host} is Active ({} is {state}): NCCL found no IB device",
+            first.device
+        ),
+    );
+    h.support(
+        Source::Nccl,
+        0.5,
+        Some(missing),
+        "NCCL found no usable IB device on this host",
+    );
+    if let Some(line) = first.lines.get("state") {
+        h.support_table(
+            Source::Snapshot,
+            0.5,
+            line.clone(),
+            format!(
+                "{} port on {host} is {state}, like every IB port there",
+                first.device
+            ),
         );
     }
     Some(h)

@@ -14,6 +14,10 @@
 //! or a directed-route path) and the dotted fields are a tiny grammar of
 //! their own, which reads more clearly as combinators than as one regex.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use nom::bytes::complete::{tag, take_until, take_while, take_while1};
 use nom::character::complete::{digit1, hex_digit1, space0};
 use nom::combinator::{opt, rest};
@@ -44,18 +48,25 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
     let mut out = TableParse::default();
     let named_device = device_in_command(lines).or_else(|| ctx.device_in_path());
     let mut block: Option<(Header, String)> = None;
+    let mut title: Option<String> = None;
     for line in lines {
         let text = line.text.trim_end();
         if text.trim().is_empty() || text.starts_with("Every ") {
             continue;
         }
         if let Ok((_, h)) = header(text) {
-            let device = named_device.clone().unwrap_or_else(|| h.who.clone());
+            let device = title
+                .take()
+                .or_else(|| named_device.clone())
+                .unwrap_or_else(|| h.who.clone());
             block = Some((h, device));
             continue;
         }
         let (Some((h, device)), Ok((_, (name, value)))) = (&block, field(text)) else {
-            out.unparsed += 1;
+            match titled_device(text) {
+                Some(device) => title = Some(device),
+                None => out.unparsed += 1,
+            }
             continue;
         };
         if NOT_COUNTERS.contains(&name) {
@@ -85,6 +96,19 @@ fn width(h: &Header, name: &str) -> Option<u8> {
     } else {
         perfquery_width(name)
     }
+}
+
+/// A collection script's title over each HCA's dump (`== mlx5_1`,
+/// `### perfquery -x -C mlx5_1 1`): a line that is no counter and names one
+/// RDMA device. The next block is that device's, whatever LID it prints.
+fn titled_device(text: &str) -> Option<String> {
+    static HCA: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?:^|[^\w])(?P<d>mlx[45]_\d+|bnxt_re\d+|irdma\d+|hfi1_\d+|qedr\d+|erdma_\d+)(?:[^\w]|$)")
+            .expect("valid")
+    });
+    let mut found = HCA.captures_iter(text).map(|c| c["d"].to_string());
+    let first = found.next()?;
+    found.all(|d| d == first).then_some(first)
 }
 
 /// `perfquery -x -C mlx5_0 -P 1` in a prompt or `watch` line names the HCA.
@@ -207,6 +231,18 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!((c[1].port, c[1].value), (Some(2), 65535));
         assert_eq!(c[1].device, "mlx5_3");
-        assert_eq!(t.unparsed, 2);
+        // The command line names the CA; only the junk is not understood.
+        assert_eq!(t.unparsed, 1);
+    }
+
+    /// A Slurm epilog's dump of every HCA, each under its script's title:
+    /// the blocks are the titled HCAs', not LIDs.
+    #[test]
+    fn titles_between_blocks_name_each_hca() {
+        let text = "# epilog job 789114 2024-09-03 12:21:46\n== mlx5_0\n# Port extended counters: Lid 1200 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)\nPortXmitWait:....................2569138017\n== mlx5_1\n# Port extended counters: Lid 1201 port 1 (CapMask: 0x5A00 CapMask2: 0x0000002)\nPortXmitWait:....................512000000000\n";
+        let t = parse_text(TableKind::Perfquery, "epilog/n101/perfquery-x.txt", text);
+        let c = counters(&t);
+        let devices: Vec<&str> = c.iter().map(|c| c.device.as_str()).collect();
+        assert_eq!(devices, ["mlx5_0", "mlx5_1"]);
     }
 }

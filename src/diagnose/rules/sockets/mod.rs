@@ -12,6 +12,10 @@ mod lines;
 
 pub(super) use interfaces::{listed_interfaces, listing_text};
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use crate::diagnose::hypothesis::Hypothesis;
 use crate::model::{CauseKind, Event, Job};
 
@@ -70,6 +74,9 @@ impl Leads {
                     .map(|r| r.rank)
                     .collect();
             }
+            if h.kind == CauseKind::SocketInterface && h.device.is_none() {
+                h.device = chosen_interface(h).or_else(|| pinned_interface(job));
+            }
             // Only Open MPI's own TCP lines: its transport, not NCCL's, is pinned.
             if !h.support.is_empty() && by_mpi_only(job, h) {
                 h.value("variant", "mpi_tcp");
@@ -80,6 +87,32 @@ impl Leads {
             .filter(|h| !h.support.is_empty())
             .collect()
     }
+}
+
+/// The interface NCCL chose, as the detail quotes it (`` `lo:127.0.0.1` ``):
+/// the place of a socket_interface cause, as a NIC is a port's.
+fn chosen_interface(h: &Hypothesis) -> Option<String> {
+    static CHOSEN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"`(?P<iface>[A-Za-z][\w.@-]*):[0-9a-fA-F.:%]+(?:<\d+>)?`").expect("valid")
+    });
+    let detail = h.values.get("detail")?;
+    CHOSEN.captures(detail).map(|c| c["iface"].to_string())
+}
+
+/// The one interface NCCL_SOCKET_IFNAME names (`bond0`, `=bond0`), where the
+/// job set one: where NCCL found no interface, the one it was told to use.
+fn pinned_interface(job: &Job) -> Option<String> {
+    let values = job.env.get("NCCL_SOCKET_IFNAME")?;
+    let [value] = values.keys().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let name = value.trim_start_matches('=');
+    let plain = !name.is_empty()
+        && !name.starts_with('^')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'));
+    plain.then(|| name.to_string())
 }
 
 /// Where no host is named, what the lines do say of it: the ring's rank it
@@ -114,4 +147,30 @@ fn keep_host_or_reporters(h: &mut Hypothesis, ev: &Event) {
         .host
         .take()
         .or_else(|| ev.who.host.as_deref().map(str::to_string));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn the_cause_names_the_interface_nccl_chose_or_was_told_to_use() {
+        let mut h = Hypothesis::new(CauseKind::SocketInterface);
+        h.value("detail", "`lo:127.0.0.1`");
+        assert_eq!(chosen_interface(&h).as_deref(), Some("lo"));
+        h.value("detail", "`docker0:172.17.0.1<0>`");
+        assert_eq!(chosen_interface(&h).as_deref(), Some("docker0"));
+        h.value("detail", "`Bootstrap : no socket interface found`");
+        assert_eq!(chosen_interface(&h), None);
+
+        let mut job = Job::default();
+        let pin = |v: &str| BTreeMap::from([(v.to_string(), Default::default())]);
+        job.env.insert("NCCL_SOCKET_IFNAME".into(), pin("bond0"));
+        assert_eq!(pinned_interface(&job).as_deref(), Some("bond0"));
+        job.env
+            .insert("NCCL_SOCKET_IFNAME".into(), pin("^docker0,lo"));
+        assert_eq!(pinned_interface(&job), None);
+    }
 }
