@@ -466,3 +466,29 @@ torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10
     assert_eq!(v["status"], "init_failure", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
 }
+
+/// A rank's `unspecified launch failure` where the kernel's only Xids on its
+/// GPU are the program's own (13, then 43): the program faulted, the GPU is
+/// fine: its process crashed, no GPU fault (NCCL 2.21, driver 535).
+#[test]
+fn a_launch_failure_with_only_program_xids_on_its_gpu_is_the_ranks_crash_nccl_2_21() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for (r, bus) in [(0u32, "18000"), (1, "2a000")] {
+        log.push_str(&format!("gpu-a:{p}:{p} [{r}] NCCL INFO comm 0x55e1 rank {r} nranks 2 cudaDev {r} busId {bus} commId 0x7c1 - Init COMPLETE\n", p = 100 + r));
+    }
+    log.push_str(
+        "gpu-a:101:101 [1] enqueue.cc:1371 NCCL WARN Cuda failure 'unspecified launch failure'\n",
+    );
+    log.push_str("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n");
+    write(dir.path(), "gpu-a/train.log", &log);
+    write(
+        dir.path(),
+        "gpu-a/dmesg.txt",
+        "[Thu Jun 20 16:41:07 2024] NVRM: Xid (PCI:0000:2a:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 3, TPC 1, SM 0): Out Of Range Address\n[Thu Jun 20 16:41:07 2024] NVRM: Xid (PCI:0000:2a:00): 43, pid=2201, name=python3, Ch 00000008\n",
+    );
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
+}

@@ -339,3 +339,30 @@ fn mnnvl_without_an_imex_channel_is_the_containers_set_up_nccl_2_25_and_2_27() {
         );
     }
 }
+
+/// NCCL_NET=IB on a host whose IB ports are all Initializing (no subnet
+/// manager configured them: SM lid 0): NCCL finds no IB device there. The
+/// ports' state is the cause, not the set-up (NCCL 2.21, ibstat).
+#[test]
+fn no_ib_device_where_no_port_is_active_is_the_ports_state_nccl_2_21() {
+    let log = "gpu-node-23:204:445 [7] net.cc:372 NCCL WARN Error: network IB not found.\ngpu-node-23:204:445 [7] NCCL INFO init.cc:321 -> 5\n";
+    let port = |ca: &str| {
+        format!(
+            "CA '{ca}'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Initializing\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 65535\n\t\tSM lid: 0\n\t\tLink layer: InfiniBand\n"
+        )
+    };
+    let ibstat = format!("{}{}", port("mlx5_0"), port("mlx5_1"));
+    let v = common::verdict_of(&[
+        ("gpu-node-23/worker.log", log),
+        ("gpu-node-23/ibstat.txt", &ibstat),
+    ]);
+    assert_eq!(v["cause"]["kind"], "port_degraded", "{v:#}");
+    assert_eq!(v["cause"]["host"], "gpu-node-23", "{v:#}");
+    // With one port Active, NCCL had an IB device: the set-up stays the lead.
+    let one_up = ibstat.replacen("State: Initializing", "State: Active", 1);
+    let v = common::verdict_of(&[
+        ("gpu-node-23/worker.log", log),
+        ("gpu-node-23/ibstat.txt", &one_up),
+    ]);
+    assert_eq!(v["cause"]["kind"], "config_mismatch", "{v:#}");
+}

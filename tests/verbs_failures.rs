@@ -463,3 +463,18 @@ fn a_verbs_failure_at_the_first_collectives_connection_is_an_init_failure_nccl_2
     assert_eq!(v["cause"]["kind"], "memlock", "{v:#}");
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
+
+/// NCCL 2.23+ retries a queue-pair transition that timed out and says so
+/// at INFO (`retrying 1/35 after 100 msec of sleep`); a job that then ran
+/// to its end had no verbs failure (NCCL 2.27, torchrun).
+#[test]
+fn ibv_modify_qp_retries_that_then_connected_are_no_failure_nccl_2_27() {
+    let mut log = String::new();
+    for n in 1..=2 {
+        log.push_str(&format!("gpu-q02:1692825:1693383 [4] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_4:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.90.14.12, remote GID ::ffff:10.90.14.11, retrying {n}/35 after {} msec of sleep\n", n * 100));
+    }
+    log.push_str("gpu-q02:1692825:1692825 [4] NCCL INFO comm 0x56f926956f9e rank 12 nranks 16 cudaDev 4 busId 9a000 - Destroy COMPLETE\n");
+    log.push_str("I1014 13:45:05.459000 1692777 torch/distributed/elastic/agent/server/api.py:879] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.\n");
+    let v = common::verdict_of(&[("gpu-q02/train.log", &log)]);
+    assert_eq!(v["status"], "healthy", "{v:#}");
+}

@@ -54,9 +54,50 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     let mut out: Vec<Hypothesis> = by_rank.into_values().collect();
+    for h in &mut out {
+        if h.ranks.iter().any(|&r| only_program_faults_on(ctx, r)) {
+            h.value(
+                "detail",
+                format!(
+                    "{}; the driver blamed the program",
+                    h.values.get("detail").map_or("", String::as_str)
+                ),
+            );
+            h.support.iter_mut().for_each(|s| s.weight *= 0.3);
+        }
+    }
     out.extend(nvls_refused(ctx));
     out.extend(nvlink_p2p_disabled(ctx));
     out
+}
+
+/// Every Xid the kernel logged for `rank`'s GPU is the program's own (an
+/// out-of-bounds access, an MMU fault, the channel reset after one: app and
+/// follow classes): a CUDA error there (`unspecified launch failure`) is
+/// how the program's fault reached it, not a failing GPU.
+fn only_program_faults_on(ctx: &Ctx<'_>, rank: u32) -> bool {
+    let Some(bus) = ctx
+        .job
+        .ranks
+        .get(&rank)
+        .and_then(|i| i.gpu_bus_id.as_deref())
+    else {
+        return false;
+    };
+    let mut any = false;
+    for (&idx, place) in &ctx.job.kernel.places {
+        let ev = &ctx.job.events[idx];
+        if ev.kind != EventKind::KernelGpuXid
+            || !place.ranks.contains(&rank) && place.pci.as_deref() != Some(bus)
+        {
+            continue;
+        }
+        match ev.int("xid").and_then(|code| ctx.kb.xid(code)) {
+            Some(info) if matches!(info.class.as_str(), "app" | "follow") => any = true,
+            _ => return false,
+        }
+    }
+    any
 }
 
 /// NVML says two GPUs NCCL found connected by NVLink may not access each
