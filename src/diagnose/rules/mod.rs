@@ -38,6 +38,7 @@ mod passed_over;
 mod peer_path;
 mod process;
 mod progress;
+mod rail_congestion;
 mod rank_claims;
 mod ras_report;
 mod setup;
@@ -103,7 +104,11 @@ pub fn hypotheses(
                 .chain(peer_path::stuck_between_gpus(ctx, hang))
                 .collect()
         },
-        &|| network::hypotheses(ctx, hang),
+        &|| {
+            let mut found = network::hypotheses(ctx, hang);
+            found.extend(rail_congestion::congested_rail(ctx.job));
+            found
+        },
         &|| setup::hypotheses(ctx, hang),
         &|| {
             config::config_mismatch(ctx)
