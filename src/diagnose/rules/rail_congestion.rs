@@ -27,7 +27,7 @@ const WEIGHT: f64 = 0.5;
 pub(super) fn congested_rail(job: &Job) -> Option<Hypothesis> {
     let counters = CounterKnowledge::builtin().ok()?;
     let usage = NicUse::new(job);
-    let mut by_rail: BTreeMap<(String, String), Vec<(String, &CounterDelta)>> = BTreeMap::new();
+    let mut by_rail: Rails<'_> = BTreeMap::new();
     for d in &job.counter_deltas {
         let waits = counters
             .lookup(d.name.as_str())
@@ -73,7 +73,9 @@ pub(super) fn congested_rail(job: &Job) -> Option<Hypothesis> {
     Some(h)
 }
 
-type Rails<'a> = BTreeMap<(String, String), Vec<(String, &'a CounterDelta)>>;
+/// One host's rise of a counter on the rail.
+type HostRise<'a> = (String, &'a CounterDelta);
+type Rails<'a> = BTreeMap<(String, String), Vec<HostRise<'a>>>;
 
 /// (counter, rail, its hosts' deltas) of the one rail whose median rise is
 /// far above every other rail's of that counter.
@@ -83,7 +85,7 @@ fn standing_out<'a>(
     let mut found = None;
     let names: BTreeSet<&String> = by_rail.keys().map(|(n, _)| n).collect();
     for name in names {
-        let rails: Vec<(&String, u64, &[(String, &CounterDelta)])> = by_rail
+        let rails: Vec<(&String, u64, &[HostRise<'_>])> = by_rail
             .iter()
             .filter(|((n, _), hosts)| n == name && hosts.len() >= MIN_HOSTS)
             .map(|((_, rail), hosts)| (rail, median(hosts), hosts.as_slice()))
@@ -107,7 +109,7 @@ fn standing_out<'a>(
     found
 }
 
-fn median(hosts: &[(String, &CounterDelta)]) -> u64 {
+fn median(hosts: &[HostRise<'_>]) -> u64 {
     let mut v: Vec<u64> = hosts.iter().filter_map(|(_, d)| d.delta).collect();
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
