@@ -79,9 +79,7 @@ type Rails<'a> = BTreeMap<(String, String), Vec<HostRise<'a>>>;
 
 /// (counter, rail, its hosts' deltas) of the one rail whose median rise is
 /// far above every other rail's of that counter.
-fn standing_out<'a>(
-    by_rail: &'a Rails<'a>,
-) -> Option<(String, String, &'a [(String, &'a CounterDelta)])> {
+fn standing_out<'a>(by_rail: &'a Rails<'a>) -> Option<(String, String, &'a [HostRise<'a>])> {
     let mut found = None;
     let names: BTreeSet<&String> = by_rail.keys().map(|(n, _)| n).collect();
     for name in names {
