@@ -51,9 +51,13 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;
-    // Nothing was stuck in a healthy or merely degraded run.
-    let stuck_ranks: Vec<u32> = if healthy || status == Status::Degraded {
+    // Nothing was stuck in a healthy run. In a degraded one, the ranks
+    // behind the degraded part (its GPU, its NIC) are the ones every
+    // collective waited for: the stragglers.
+    let stuck_ranks: Vec<u32> = if healthy {
         Vec::new()
+    } else if status == Status::Degraded {
+        choice.best.ranks.iter().copied().collect()
     } else {
         select::stuck_ranks(job, &choice, hang.as_ref(), &erroring)
     };

@@ -4,14 +4,16 @@
 //! and where several hosts name one peer, that peer is the bad end. One
 //! reporting host alone says less: the connection has two ends and the
 //! retries ran out on the reporter's side. Where counter dumps before and
-//! after were taken, the ports' packet-loss counters (out_of_sequence,
-//! packet_seq_err, local_ack_timeout_err, …) say which end the loss is at:
-//! the one whose counters rose several times more than the other's.
+//! after were taken, the ports' own packet-loss counters (out_of_sequence,
+//! duplicate_request, discards: those that rise where packets arrive
+//! missing, not the retransmissions every sender into the loss counts) say
+//! which end the loss is at: the one whose counters rose several times more
+//! than the other's.
 
 use std::collections::BTreeMap;
 
 use crate::diagnose::nic_use::NicUse;
-use crate::grammar::counters::CounterKnowledge;
+use crate::grammar::counters::{CounterKnowledge, Side};
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, Job};
 
@@ -54,9 +56,11 @@ fn loss_by_port(job: &Job, counters: &CounterKnowledge) -> BTreeMap<(String, Str
         let Some(host) = d.host.as_ref().map(|h| short_host_of(h.as_str())) else {
             continue;
         };
-        let loss_counter = counters
-            .lookup(d.name.as_str())
-            .is_some_and(|c| c.cause == Some(CauseKind::PacketLoss) && !c.context);
+        // Requester-side counters (retransmissions, ACK timeouts) rise on
+        // whichever end sends into the loss: they say nothing of where it is.
+        let loss_counter = counters.lookup(d.name.as_str()).is_some_and(|c| {
+            c.cause == Some(CauseKind::PacketLoss) && !c.context && c.side == Side::Local
+        });
         let Some(delta) = d.delta.filter(|_| loss_counter && !d.reset) else {
             continue;
         };
@@ -103,6 +107,8 @@ mod tests {
             counter_deltas: vec![
                 rose("rc-a03", "mlx5_2", "out_of_sequence", 418_553),
                 rose("rc-a03", "mlx5_2", "packet_seq_err", 127_804),
+                // A sender's retransmissions count for neither end.
+                rose("rc-a04", "mlx5_2", "roce_adp_retrans", 9_000_000),
                 rose("rc-a04", "mlx5_2", "out_of_sequence", 70_854),
                 rose("rc-a04", "mlx5_2", "rx_write_requests", 9_000_000),
             ],

@@ -177,6 +177,13 @@ mod query {
         out
     }
 
+    const SLOWDOWNS: [&str; 4] = [
+        "HW Slowdown",
+        "HW Thermal Slowdown",
+        "HW Power Brake Slowdown",
+        "SW Thermal Slowdown",
+    ];
+
     /// Keeps the fields that show a fault.
     fn field(
         ctx: &TableCtx,
@@ -215,8 +222,21 @@ mod query {
             (["Fabric"], "State") => {
                 matches!(value, "Not Started" | "In Progress").then_some("fabric_not_ready")
             }
+            // The clocks held down by the hardware (heat, a power brake) or
+            // the driver's thermal limit; a power cap under load is normal.
+            // `Clocks Throttle Reasons` before driver 535.
+            (["Clocks Event Reasons" | "Clocks Throttle Reasons"], _)
+                if SLOWDOWNS.contains(&key) && value == "Active" =>
+            {
+                Some("clock_slowdown")
+            }
             _ => None,
         };
+        if found == Some("clock_slowdown")
+            && g.findings.iter().any(|f| f.finding == "clock_slowdown")
+        {
+            return;
+        }
         if let Some(name) = found {
             g.findings.push(finding(ctx, line, name, value));
         }
