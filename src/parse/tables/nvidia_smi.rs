@@ -376,4 +376,43 @@ GPU 00000000:2A:00.0
         );
         assert_eq!(findings(g[1]), vec![("fabric_not_ready", "In Progress")]);
     }
+
+    /// `-q -d PERFORMANCE`: one GPU held down by heat (its HW slowdown and
+    /// both thermal reasons Active, one finding); a power cap under load is
+    /// normal. Driver 560 says `Clocks Event Reasons`, 525 `Clocks Throttle
+    /// Reasons`.
+    #[test]
+    fn clock_slowdowns_are_a_finding_a_power_cap_is_not_driver_525_and_560() {
+        for section in ["Clocks Event Reasons", "Clocks Throttle Reasons"] {
+            let text = format!(
+                "==============NVSMI LOG==============
+GPU 00000000:4C:00.0
+    Performance State                     : P0
+    {section}
+        Idle                              : Not Active
+        SW Power Cap                      : Active
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+        SW Thermal Slowdown               : Not Active
+GPU 00000000:5D:00.0
+    Performance State                     : P0
+    {section}
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Active
+            HW Thermal Slowdown           : Active
+            HW Power Brake Slowdown       : Not Active
+        SW Thermal Slowdown               : Active
+"
+            );
+            let t = parse_text(TableKind::NvidiaSmi, "diag/hgx-c04_nvidia-smi-q.txt", &text);
+            let g = gpus(&t);
+            assert!(g[0].findings.is_empty(), "{section}");
+            assert_eq!(
+                findings(g[1]),
+                vec![("clock_slowdown", "Active")],
+                "{section}"
+            );
+            assert_eq!(g[1].findings[0].line.origin.line, 14, "{section}");
+        }
+    }
 }
