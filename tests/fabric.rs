@@ -258,7 +258,7 @@ fn dumps_ordered_by_the_time_in_their_names() {
 }
 
 /// A clean run whose counters rose anyway: the job did not fail, the fabric
-/// is degraded.
+/// is degraded, and the ranks behind the port are the stragglers.
 #[test]
 fn a_finished_job_with_rising_link_errors_is_degraded() {
     let tmp = tempfile::tempdir().unwrap();
@@ -286,7 +286,10 @@ fn a_finished_job_with_rising_link_errors_is_degraded() {
     assert_eq!(v["cause"]["host"], "node001");
     assert_eq!(v["cause"]["device"], "mlx5_0");
     assert_eq!(v["collective"], Value::Null);
-    assert_eq!(v["stuck_ranks"], serde_json::json!([]));
+    // The straggler is the rank behind the erroring NIC: rank 0 receives
+    // over mlx5_0 (`via NET/IB/0`); ranks 1 and 2 only talk within node001
+    // (`via P2P/CUMEM`), rank 3 sends over mlx5_1.
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]));
 }
 
 /// `perfquery` names the port by LID; the host's `ibstat` (Base lid) says

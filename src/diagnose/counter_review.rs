@@ -363,25 +363,8 @@ mod tests {
 
     fn delta(name: &str, before: u64, after: u64) -> CounterDelta {
         CounterDelta {
-            host: Some("node005".into()),
-            device: "mlx5_3".into(),
-            port: Some(1),
-            name: name.into(),
-            source: CounterSource::Sysfs,
             width_bits: Some(16),
-            before,
-            after,
-            delta: after.checked_sub(before),
-            saturated: false,
-            reset: after < before,
-            wrap_suspect: false,
-            cite: SourceLine {
-                origin: crate::model::Origin {
-                    file: crate::model::FileId(0),
-                    line: 1,
-                },
-                text: Box::default(),
-            },
+            ..CounterDelta::rose("node005", "mlx5_3", name, before, after)
         }
     }
 

@@ -92,11 +92,15 @@ pub struct RankInfo {
     pub nics_listed: Vec<(String, Option<u32>)>,
     /// HCA indices this rank's network channels use (`via NET/IB/1`).
     pub net_devs_used: BTreeSet<u32>,
+    /// The rank logged its channels (`via P2P/IPC`, `via NET/IB/0`): where
+    /// none went through the network, it sends over no NIC.
+    pub channels_logged: bool,
 }
 
 impl RankInfo {
     /// The HCAs this rank's network traffic goes through: the ones its channel
-    /// lines name, or every listed one when channels were not logged.
+    /// lines name (none where every channel stays within the host), or every
+    /// listed one when channels were not logged.
     pub fn nics(&self) -> Vec<(String, Option<u32>)> {
         self.nic_entries().cloned().collect()
     }
@@ -106,9 +110,12 @@ impl RankInfo {
     pub fn nic_entries(&self) -> impl Iterator<Item = &(String, Option<u32>)> {
         let listed = self.nics_listed.len();
         let any_used = self.net_devs_used.iter().any(|&i| (i as usize) < listed);
+        // Channels all within the host (P2P, SHM): the rank uses no NIC.
+        let host_only = self.channels_logged && self.net_devs_used.is_empty();
         self.nics_listed
             .iter()
             .enumerate()
+            .filter(move |_| !host_only)
             .filter(move |(i, _)| !any_used || self.net_devs_used.contains(&(*i as u32)))
             .map(|(_, nic)| nic)
     }

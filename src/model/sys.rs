@@ -96,6 +96,35 @@ pub struct CounterDelta {
     pub cite: SourceLine,
 }
 
+#[cfg(test)]
+impl CounterDelta {
+    /// A counter of `host`'s `device` port 1 that went from `before` to
+    /// `after` between two sysfs dumps (for the rules' tests).
+    pub fn rose(host: &str, device: &str, name: &str, before: u64, after: u64) -> CounterDelta {
+        CounterDelta {
+            host: Some(host.into()),
+            device: device.into(),
+            port: Some(1),
+            name: name.into(),
+            source: CounterSource::Sysfs,
+            width_bits: None,
+            before,
+            after,
+            delta: after.checked_sub(before),
+            saturated: false,
+            reset: after < before,
+            wrap_suspect: false,
+            cite: SourceLine {
+                origin: Origin {
+                    file: super::FileId(0),
+                    line: 1,
+                },
+                text: Box::default(),
+            },
+        }
+    }
+}
+
 /// The state of one port as a snapshot tool printed it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PortSnapshot {

@@ -73,30 +73,10 @@ fn loss_by_port(job: &Job, counters: &CounterKnowledge) -> BTreeMap<(String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CounterDelta, CounterSource, FileId, Origin, SourceLine};
+    use crate::model::CounterDelta;
 
     fn rose(host: &str, device: &str, name: &str, by: u64) -> CounterDelta {
-        CounterDelta {
-            host: Some(host.into()),
-            device: device.into(),
-            port: Some(1),
-            name: name.into(),
-            source: CounterSource::RdmaStatistic,
-            width_bits: None,
-            before: 10,
-            after: 10 + by,
-            delta: Some(by),
-            saturated: false,
-            reset: false,
-            wrap_suspect: false,
-            cite: SourceLine {
-                origin: Origin {
-                    file: FileId(0),
-                    line: 1,
-                },
-                text: Box::default(),
-            },
-        }
+        CounterDelta::rose(host, device, name, 10, 10 + by)
     }
 
     /// `rdma statistic` before and after: rc-a03's mlx5_2 reported the

@@ -116,30 +116,9 @@ fn median(hosts: &[HostRise<'_>]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CounterSource, FileId, Origin, SourceLine};
 
     fn waited(host: &str, hca: &str, by: u64) -> CounterDelta {
-        CounterDelta {
-            host: Some(host.into()),
-            device: hca.into(),
-            port: Some(1),
-            name: "PortXmitWait".into(),
-            source: CounterSource::Perfquery,
-            width_bits: Some(64),
-            before: 1_000,
-            after: 1_000 + by,
-            delta: Some(by),
-            saturated: false,
-            reset: false,
-            wrap_suspect: false,
-            cite: SourceLine {
-                origin: Origin {
-                    file: FileId(0),
-                    line: 1,
-                },
-                text: Box::default(),
-            },
-        }
+        CounterDelta::rose(host, hca, "PortXmitWait", 1_000, 1_000 + by)
     }
 
     fn job(rail1: u64) -> Job {

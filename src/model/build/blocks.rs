@@ -237,16 +237,7 @@ mod tests {
 
     #[test]
     fn blocks_are_sized_by_every_host_not_only_the_known_ones() {
-        let mut j = job(&[(0, "a"), (1, "a"), (6, "d")], 8);
-        for host in ["b", "c"] {
-            j.files.push(crate::model::FileInfo {
-                hints: crate::model::PathHints {
-                    host: Some(host.into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            });
-        }
+        let mut j = with_idle_hosts(job(&[(0, "a"), (1, "a"), (6, "d")], 8), &["b", "c"]);
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&7].host.as_deref(), Some("d"));
         // a and d hold the blocks of their places by name: so do b and c.

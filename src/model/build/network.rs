@@ -190,9 +190,7 @@ fn add_links(job: &mut Job, links: &[PeerLink]) {
         let Some(ev) = job.events.get(group[0].anchor as usize) else {
             continue;
         };
-        let Some(dev) = ev.int("net_dev").and_then(|d| u32::try_from(d).ok()) else {
-            continue;
-        };
+        let net_dev = ev.int("net_dev").and_then(|d| u32::try_from(d).ok());
         let receive = ev.text_field("dir") == Some("receive");
         let loggers: BTreeSet<u32> = match ev.who.rank {
             Some(rank) => BTreeSet::from([rank]),
@@ -203,7 +201,8 @@ fn add_links(job: &mut Job, links: &[PeerLink]) {
         };
         for rank in loggers {
             if let Some(info) = job.ranks.get_mut(&rank) {
-                info.net_devs_used.insert(dev);
+                info.channels_logged = true;
+                info.net_devs_used.extend(net_dev);
             }
         }
     }
