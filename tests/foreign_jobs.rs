@@ -22,7 +22,7 @@ mod common;
 const FLOORS: [(&str, usize); 5] = [
     ("status", 89),
     ("kind", 87),
-    ("stuck ranks", 83),
+    ("stuck ranks", 85),
     ("host", 85),
     ("device", 89),
 ];

@@ -875,3 +875,31 @@ fn a_later_communicator_failing_set_up_before_any_work_is_an_init_failure_nccl_2
     assert_eq!(v["cause"]["kind"], "nccl_bug", "{v:#}");
     assert_eq!(v["status"], "init_failure", "{v:#}");
 }
+
+/// The same defect struck the processes of two hosts alike (nccl#1185's UDS
+/// collision at a split, 2.20.3, every rank): no rank is the one the others
+/// waited for, so the verdict names none.
+#[test]
+fn a_defect_every_host_hit_alike_names_no_stuck_rank_nccl_2_20_3() {
+    let rank = |host: &str, r: u32| {
+        let t = format!("{host}:3{r}:1058{r}");
+        let mut lines = init(host, 30 + r, r, "2.20.3+cuda12.3");
+        lines.extend([
+            format!("{t} [{}] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-{}-e647f8d8e15809a1 failed : Address already in use (98)", r % 2, r % 2),
+            format!("{t} [{}] NCCL INFO proxy.cc:1697 -> 2", r % 2),
+        ]);
+        lines
+    };
+    let doc = analyze(
+        job(&[
+            ("node3/rank0.log", rank("node3", 0)),
+            ("node3/rank1.log", rank("node3", 1)),
+            ("node4/rank2.log", rank("node4", 2)),
+            ("node4/rank3.log", rank("node4", 3)),
+        ])
+        .path(),
+    );
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "nccl_bug", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
+}

@@ -336,6 +336,26 @@ fn first_error(job: &Job) -> Option<EventIdx> {
     })
 }
 
+/// Whether the lines of the defect's symptoms (every line of their
+/// patterns, cited or not) come from processes on two or more hosts.
+fn struck_on_several_hosts(job: &Job, best: &Found<'_>) -> bool {
+    let patterns: std::collections::BTreeSet<&str> = best
+        .cited
+        .iter()
+        .filter(|c| c.symptom)
+        .filter_map(|c| job.events.get(c.event?))
+        .filter(|e| is_nccl_error(e))
+        .map(|e| e.pattern)
+        .collect();
+    let hosts: std::collections::BTreeSet<&str> = job
+        .events
+        .iter()
+        .filter(|e| patterns.contains(e.pattern))
+        .filter_map(|e| job.host_of_event(e))
+        .collect();
+    hosts.len() >= 2
+}
+
 fn hypothesis(job: &Job, best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     let bug = best.bug;
     let mut h = Hypothesis::new(CauseKind::NcclBug);
@@ -349,6 +369,11 @@ fn hypothesis(job: &Job, best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
         .filter(|e| is_nccl_error(e))
         .filter_map(|e| e.who.rank)
         .collect();
+    // The same failure printed by processes on several hosts struck the job
+    // alike: no rank of it is the one the others waited for.
+    if struck_on_several_hosts(job, best) {
+        h.ranks.clear();
+    }
     let (scale, version) = match &best.dating {
         Dating::Printed(v) => (1.0, v.to_string()),
         Dating::Shipped(torch, nccl) => (
