@@ -26,14 +26,12 @@ const AT_LEAST: u64 = 1000;
 /// the suspect's (`suspect_hca`, else any port of the suspect host).
 pub(super) fn reporter_lost_more(
     job: &Job,
+    counters: &CounterKnowledge,
     reporter: (&str, &str),
     suspect: &str,
     suspect_hca: Option<&str>,
 ) -> bool {
-    let Ok(counters) = CounterKnowledge::builtin() else {
-        return false;
-    };
-    let loss = loss_by_port(job, &counters);
+    let loss = loss_by_port(job, counters);
     let reporter_loss = loss
         .get(&(short_host_of(reporter.0), reporter.1.to_string()))
         .copied()
@@ -83,6 +81,7 @@ mod tests {
     /// failed send to rc-a04, and lost six times what rc-a04's port did.
     #[test]
     fn the_reporters_port_that_lost_far_more_is_the_bad_end() {
+        let kb = CounterKnowledge::builtin().unwrap();
         let job = Job {
             counter_deltas: vec![
                 rose("rc-a03", "mlx5_2", "out_of_sequence", 418_553),
@@ -96,6 +95,7 @@ mod tests {
         };
         assert!(reporter_lost_more(
             &job,
+            &kb,
             ("rc-a03", "mlx5_2"),
             "rc-a04",
             Some("mlx5_2")
@@ -103,6 +103,7 @@ mod tests {
         // The other way round, the reporter lost less: the peer stays blamed.
         assert!(!reporter_lost_more(
             &job,
+            &kb,
             ("rc-a04", "mlx5_2"),
             "rc-a03",
             Some("mlx5_2")
@@ -110,6 +111,7 @@ mod tests {
         // Without counters nothing moves.
         assert!(!reporter_lost_more(
             &Job::default(),
+            &kb,
             ("rc-a03", "mlx5_2"),
             "rc-a04",
             None

@@ -106,7 +106,7 @@ pub fn hypotheses(
         },
         &|| {
             let mut found = network::hypotheses(ctx, hang);
-            found.extend(rail_congestion::congested_rail(ctx.job));
+            found.extend(rail_congestion::congested_rail(ctx.job, &ctx.kb.counters));
             found
         },
         &|| setup::hypotheses(ctx, hang),

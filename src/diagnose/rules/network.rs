@@ -194,7 +194,13 @@ fn blame_the_lossier_reporter(
         return;
     };
     let to_suspect = (host, hca);
-    if !super::lossier_end::reporter_lost_more(ctx.job, to_suspect, suspect, h.device.as_deref()) {
+    if !super::lossier_end::reporter_lost_more(
+        ctx.job,
+        &ctx.kb.counters,
+        to_suspect,
+        suspect,
+        h.device.as_deref(),
+    ) {
         return;
     }
     h.peer_host = Some(suspect.to_string());

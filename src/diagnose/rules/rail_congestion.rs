@@ -24,8 +24,7 @@ const MIN_HOSTS: usize = 3;
 const WEIGHT: f64 = 0.5;
 
 /// The rail whose credit waits stand out, as a congestion hypothesis.
-pub(super) fn congested_rail(job: &Job) -> Option<Hypothesis> {
-    let counters = CounterKnowledge::builtin().ok()?;
+pub(super) fn congested_rail(job: &Job, counters: &CounterKnowledge) -> Option<Hypothesis> {
     let usage = NicUse::new(job);
     let mut by_rail: Rails<'_> = BTreeMap::new();
     for d in &job.counter_deltas {
@@ -121,6 +120,10 @@ mod tests {
         CounterDelta::rose(host, hca, "PortXmitWait", 1_000, 1_000 + by)
     }
 
+    fn builtin() -> CounterKnowledge {
+        CounterKnowledge::builtin().unwrap()
+    }
+
     fn job(rail1: u64) -> Job {
         let mut deltas = Vec::new();
         for host in ["n101", "n102", "n103", "n104"] {
@@ -138,7 +141,7 @@ mod tests {
     /// longer than the other NICs everywhere.
     #[test]
     fn a_rail_waiting_far_longer_on_every_host_is_congested() {
-        let h = congested_rail(&job(300_000_000_000)).expect("a congested rail");
+        let h = congested_rail(&job(300_000_000_000), &builtin()).expect("a congested rail");
         assert_eq!(h.kind, CauseKind::Congestion);
         assert_eq!(h.device.as_deref(), Some("mlx5_1"));
         assert_eq!(h.host, None);
@@ -147,6 +150,6 @@ mod tests {
     /// Waits of one order everywhere are a busy fabric, not a rail's fault.
     #[test]
     fn rails_that_wait_alike_are_load() {
-        assert!(congested_rail(&job(2_000_000_000)).is_none());
+        assert!(congested_rail(&job(2_000_000_000), &builtin()).is_none());
     }
 }
