@@ -73,7 +73,7 @@ pub fn review(
     stuck: &BTreeSet<u32>,
 ) -> Vec<CounterRow> {
     let traffic = traffic_deltas(job, kb);
-    let spread = congestion_medians(job, kb);
+    let spread = spread_medians(job, kb);
     // Judge every delta cheaply, keep the MAX_ROWS that matter, and only
     // then build their rows: a 16k-rank job has millions of deltas.
     let mut judged: Vec<Judged<'_>> = job
@@ -84,7 +84,7 @@ pub fn review(
             if info.is_some_and(|i| i.context) || !worth_showing(d) {
                 return None;
             }
-            let fabric_wide = info.is_some_and(|i| i.cause == Some(CauseKind::Congestion))
+            let fabric_wide = info.is_some_and(|i| spread_judged(i, &spread, &d.name))
                 && spread.get(d.name.as_str()).is_some_and(|&m| {
                     (d.delta.unwrap_or(0) as f64) < OUTLIER_FACTOR * m.max(1) as f64
                 });
@@ -147,15 +147,27 @@ fn judgement<'a>(
     }
 }
 
-/// Congestion counter → the median rise over every port that reports it.
-/// ECN marks, CNPs and pauses rising alike everywhere are the congestion
-/// control of a loaded fabric doing its work, not one port's trouble.
-fn congestion_medians<'a>(job: &'a Job, kb: &CounterKnowledge) -> BTreeMap<&'a str, u64> {
+/// Whether a counter's rise is judged against the fabric's median port:
+/// congestion counters always; loss counters where most ports rose too.
+fn spread_judged(info: &CounterInfo, spread: &BTreeMap<&str, u64>, name: &str) -> bool {
+    match info.cause {
+        Some(CauseKind::Congestion) => true,
+        Some(CauseKind::PacketLoss) => spread.get(name).is_some_and(|&m| m >= 1),
+        _ => false,
+    }
+}
+
+/// Congestion or loss counter → the median rise over every port that
+/// reports it. ECN marks, CNPs and pauses rising alike everywhere are the
+/// congestion control of a loaded fabric doing its work; a few out-of-
+/// sequence packets or duplicate requests on every port of every host are
+/// a RoCE fabric's background, not one port's trouble.
+fn spread_medians<'a>(job: &'a Job, kb: &CounterKnowledge) -> BTreeMap<&'a str, u64> {
     let mut rises: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for d in &job.counter_deltas {
         if kb
             .lookup(&d.name)
-            .is_some_and(|i| i.cause == Some(CauseKind::Congestion))
+            .is_some_and(|i| matches!(i.cause, Some(CauseKind::Congestion | CauseKind::PacketLoss)))
         {
             rises.entry(&d.name).or_default().push(d.delta.unwrap_or(0));
         }
@@ -453,7 +465,7 @@ mod tests {
             job.counter_deltas.push(d);
         }
         job.counter_deltas.push(delta("symbol_error", 0, 5));
-        let medians = congestion_medians(&job, &kb);
+        let medians = spread_medians(&job, &kb);
         assert_eq!(
             medians.get("np_ecn_marked_roce_packets"),
             Some(&100_000_000)
@@ -462,5 +474,33 @@ mod tests {
             !medians.contains_key("symbol_error"),
             "only congestion counters"
         );
+    }
+
+    #[test]
+    fn a_little_loss_on_every_port_is_background_but_one_port_far_above_is_not() {
+        // RoCE hw_counters of a healthy run: out_of_sequence +1/+2 on every
+        // port of every host; a lossy port rises far above them.
+        let kb = CounterKnowledge::builtin().unwrap();
+        let mut job = Job::default();
+        for i in 0..12u64 {
+            let mut d = delta("out_of_sequence", 10, 11 + i % 2);
+            d.device = format!("mlx5_{i}").as_str().into();
+            job.counter_deltas.push(d);
+        }
+        let mut lossy = delta("out_of_sequence", 10, 4010);
+        lossy.device = "mlx5_12".into();
+        job.counter_deltas.push(lossy);
+        let rows = review(&job, &kb, &NicUse::new(&job), &BTreeSet::new());
+        let suspicious: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.suspicious)
+            .map(|r| r.device.as_str())
+            .collect();
+        assert_eq!(suspicious, ["mlx5_12"]);
+        // Alone, the same small rise is still judged on its own.
+        let mut one = Job::default();
+        one.counter_deltas.push(delta("out_of_sequence", 10, 12));
+        let rows = review(&one, &kb, &NicUse::new(&one), &BTreeSet::new());
+        assert_eq!(rows.iter().filter(|r| r.suspicious).count(), 1);
     }
 }

@@ -40,6 +40,8 @@ pub enum FindingKind {
     NoRoceV2Ipv4Gid,
     GidIndexUnusable,
     GidIndexDefault,
+    // The host's tool no longer finds the RDMA device at all.
+    DeviceVanished,
 }
 
 /// One thing the snapshots show that is wrong.
@@ -253,6 +255,20 @@ impl<F: FnMut(&PortSnapshot, FindingKind, CauseKind, Weights, &str, String)> Rep
 fn port_state(p: &PortSnapshot, add: &mut impl Report) {
     let at = place(p.host.as_deref(), &p.device, p.port);
     let ib = p.link_layer.as_deref() != Some("Ethernet");
+    if p.vanished {
+        return add(
+            p,
+            FindingKind::DeviceVanished,
+            CauseKind::HcaFault,
+            (0.55, 0.35, 0.15),
+            "state",
+            format!(
+                "{} on {} is gone: the host's ibstat no longer finds it (the driver let go of it after a fault, or its PCI function stopped answering)",
+                p.device,
+                p.host.as_deref().unwrap_or("?")
+            ),
+        );
+    }
     match p.state.as_deref() {
         Some("Initializing" | "Armed") if ib => add(
             p,

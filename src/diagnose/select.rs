@@ -377,11 +377,7 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         | CauseKind::PacketLoss
         | CauseKind::MtuMismatch
         | CauseKind::HcaFault
-            if ctx
-                .job
-                .events_where(|k| k == EventKind::WatchdogTimeout)
-                .next()
-                .is_none() =>
+            if died_of_an_error_first(ctx) =>
         {
             Status::Crash
         }
@@ -480,6 +476,44 @@ fn fails_set_up(e: &crate::model::Event) -> bool {
             .is_some_and(|src| src.starts_with("bootstrap.cc") || src.starts_with("init.cc")),
         _ => false,
     }
+}
+
+/// No rank's watchdog timed out, or a process was taken down by the fault's
+/// NCCL error before the first one did: the ranks that reported it died of
+/// it (PyTorch tears a process down on an NCCL error), and the timeouts
+/// that followed on ranks it never touched are the job's end, not its
+/// failure.
+fn died_of_an_error_first(ctx: &Ctx<'_>) -> bool {
+    let job = ctx.job;
+    let mut first_timeout: Option<chrono::NaiveDateTime> = None;
+    let mut first_timeout_line: BTreeMap<crate::model::FileId, u64> = BTreeMap::new();
+    for (idx, e) in job.events_where(|k| k == EventKind::WatchdogTimeout) {
+        if let Some(t) = ctx.timeline.time_of(idx) {
+            first_timeout = Some(first_timeout.map_or(t, |f| f.min(t)));
+        }
+        let line = first_timeout_line
+            .entry(e.origin.file)
+            .or_insert(e.origin.line);
+        *line = (*line).min(e.origin.line);
+    }
+    if first_timeout_line.is_empty() {
+        return true;
+    }
+    // Torch < 2.4 stamps none of its lines: there, the order within one
+    // console says which came first; across files, the wire's own clock
+    // does. Retries run out within seconds to a couple of minutes of the
+    // fault (NCCL_IB_TIMEOUT × NCCL_IB_RETRY_CNT), the watchdog's 10 to 30
+    // minutes after the collective started.
+    job.events_where(|k| k == EventKind::WatchdogException)
+        .filter(|(_, e)| e.text_field("nccl_error").is_some())
+        .any(
+            |(idx, e)| match (ctx.timeline.time_of(idx), first_timeout) {
+                (Some(at), Some(timeout)) => at < timeout,
+                _ => first_timeout_line
+                    .get(&e.origin.file)
+                    .is_none_or(|&line| e.origin.line < line),
+            },
+        )
 }
 
 /// A culprit rank's own process failed on a CUDA error (its watchdog or an

@@ -157,6 +157,11 @@ pub struct PortSnapshot {
     pub raw_ber: Option<f64>,
     /// mlxlink's troubleshooting recommendation, when it is not "No issue".
     pub recommendation: Option<String>,
+    /// The host's tool no longer found the device (`ibpanic: … stat of IB
+    /// device 'mlx5_2' failed: No such file or directory`): the driver let
+    /// go of it (a fatal NIC fault, the function fell off the bus).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub vanished: bool,
     #[serde(skip)]
     pub origin: Option<Origin>,
     /// The line each field was read from (`state`, `rate`, `mtu`, …).
@@ -191,6 +196,14 @@ impl LineMap {
 
     pub fn contains_key(&self, field: &str) -> bool {
         self.get(field).is_some()
+    }
+
+    /// Moves every line to file `id` (the id the job gives the file once
+    /// every file is read).
+    pub fn set_file(&mut self, id: super::FileId) {
+        for (_, line) in &mut self.0 {
+            line.origin.file = id;
+        }
     }
 
     /// The lines in field-name order.
@@ -378,7 +391,10 @@ impl SysRecord {
     pub fn with_file(mut self, id: super::FileId) -> SysRecord {
         match &mut self {
             SysRecord::Counter(c) => c.origin.file = id,
-            SysRecord::Port(p) => set_file(&mut p.origin, id),
+            SysRecord::Port(p) => {
+                set_file(&mut p.origin, id);
+                p.lines.set_file(id);
+            }
             SysRecord::Gid(g) => set_file(&mut g.origin, id),
             SysRecord::Flight(f) => set_file(&mut f.origin, id),
             SysRecord::Neighbor(n) => {
@@ -401,5 +417,35 @@ impl SysRecord {
 fn set_file(origin: &mut Option<Origin>, id: super::FileId) {
     if let Some(o) = origin {
         o.file = id;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FileId;
+
+    #[test]
+    fn a_port_moved_to_its_files_final_id_cites_its_lines_there() {
+        // A snapshot's field lines are read before the job numbers its
+        // files: a finding citing the old id named another file.
+        let at = |file| SourceLine {
+            origin: Origin {
+                file: FileId(file),
+                line: 38,
+            },
+            text: "".into(),
+        };
+        let port = PortSnapshot {
+            device: "mlx5_2".into(),
+            origin: Some(at(0).origin),
+            lines: LineMap::from([("state", at(0))]),
+            ..PortSnapshot::default()
+        };
+        let SysRecord::Port(moved) = SysRecord::Port(Box::new(port)).with_file(FileId(7)) else {
+            unreachable!()
+        };
+        assert_eq!(moved.origin.unwrap().file, FileId(7));
+        assert_eq!(moved.lines.get("state").unwrap().origin.file, FileId(7));
     }
 }

@@ -112,7 +112,7 @@ pub fn simulate(opts: &SimOptions, out: &Path) -> Result<Summary, SimError> {
     let mut plan = Plan::build(opts);
     let mut story = causes::build(&plan);
     keep_the_evidence(&mut plan);
-    died_before_any_timeout(&plan, &mut story);
+    died_of_the_fault(&plan, &mut story);
     let written = layout::write_job(&plan, &story, out)?;
     let truth = truth_doc(&plan, &story);
     let json = serde_json::to_string_pretty(&truth).unwrap_or_default() + "\n";
@@ -152,17 +152,17 @@ fn keep_the_evidence(plan: &mut Plan) {
 
 /// A fault on the wire or the NIC is a hang where ranks wait in the
 /// collective until their watchdog fires (step 4's link flap). Where the
-/// aborted ranks' launchers take every host down before any watchdog
-/// fires, no rank ever shows the wait: the job crashed of the fault, as
-/// on-call engineers file it.
-fn died_before_any_timeout(plan: &Plan, story: &mut story::Story) {
+/// ranks it reached were aborted by NCCL's error before any watchdog fired
+/// (and their launchers may take every host down before one does), the
+/// job crashed of the fault, as on-call engineers file it.
+fn died_of_the_fault(plan: &Plan, story: &mut story::Story) {
     let aborts = story.truth.cause.as_ref().is_some_and(|c| {
         matches!(
             c.kind,
             "link_flap" | "packet_loss" | "mtu_mismatch" | "hca_fault"
         )
     });
-    if story.truth.status == "hang" && aborts && !sched::a_watchdog_fires(plan, story) {
+    if story.truth.status == "hang" && aborts && sched::died_of_an_error_first(plan, story) {
         story.truth.status = "crash";
     }
 }

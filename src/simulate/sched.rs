@@ -91,21 +91,45 @@ pub fn natural_end(plan: &Plan, story: &Story, rank: u32) -> Option<(Us, Exit)> 
     }
 }
 
-/// Whether some rank's watchdog fires on the hung collective before its
-/// launcher or the scheduler kills it, i.e. whether the job shows a hang.
-/// Where the ranks an error aborted take every host's workers down first
-/// (torchrun's agents), no timeout is ever written: the job died instead.
-pub fn a_watchdog_fires(plan: &Plan, story: &Story) -> bool {
+/// Whether the job died of an NCCL error rather than hung: no rank's
+/// watchdog fires on the hung collective before its launcher or the
+/// scheduler kills it (the ranks an error aborted took every host's workers
+/// down first), or a rank the error aborted printed its abort before the
+/// first watchdog fired (the ranks it never touched timing out later is
+/// the job's end, not its failure).
+pub fn died_of_an_error_first(plan: &Plan, story: &Story) -> bool {
     let end = job_end(plan, story);
-    (0..plan.hosts.len()).any(|h| {
+    let mut first_timeout: Option<Us> = None;
+    let mut first_error: Option<Us> = None;
+    for h in 0..plan.hosts.len() {
         let first = plan.hosts[h].first_rank;
         let run = host_run(plan, story, h, end);
-        run.ranks.iter().zip(first..).any(|(r, rank)| {
-            matches!(story.fate(rank), Fate::Timeout { .. })
-                && r.cut
-                    .is_none_or(|cut| watchdog_fires(plan, story, rank) < cut)
-        })
-    })
+        for (r, rank) in run.ranks.iter().zip(first..) {
+            let written = |at: Us| r.cut.is_none_or(|cut| at < cut);
+            let at = match story.fate(rank) {
+                Fate::Timeout { .. } => watchdog_fires(plan, story, rank),
+                Fate::NcclError { warns, .. } => match warns.iter().map(|w| w.0).max() {
+                    Some(last) => last,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if !written(at) {
+                continue;
+            }
+            let slot = if matches!(story.fate(rank), Fate::Timeout { .. }) {
+                &mut first_timeout
+            } else {
+                &mut first_error
+            };
+            *slot = Some(slot.map_or(at, |t| t.min(at)));
+        }
+    }
+    match (first_error, first_timeout) {
+        (_, None) => true,
+        (Some(e), Some(t)) => e < t,
+        (None, Some(_)) => false,
+    }
 }
 
 /// A healthy rank's last line: after the last step, eval and checkpoint.

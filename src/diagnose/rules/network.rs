@@ -33,6 +33,8 @@ pub(super) struct Report {
     pub host: Option<String>,
     pub status: Option<i64>,
     pub peer_host: Option<String>,
+    /// The peer's address as printed, where no line maps it to a host.
+    pub peer_addr: Option<String>,
 }
 
 pub fn hypotheses(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Vec<Hypothesis> {
@@ -63,8 +65,12 @@ pub(super) fn completion_reports(ctx: &Ctx<'_>) -> Vec<Report> {
                 .map(str::to_string)
                 .or_else(|| sole_send_peer_host(job, e.who.rank?))
                 .or_else(|| job.other_host_of_two(e.who.host.as_deref()?)),
+            peer_addr: e
+                .text_field("peer")
+                .map(|p| p.split('<').next().unwrap_or(p).to_string()),
         })
         .collect();
+    let all = name_the_odd_reporter(all);
     // Flush errors only echo the first error; use them only when alone.
     let primary: Vec<Report> = all
         .iter()
@@ -72,6 +78,44 @@ pub(super) fn completion_reports(ctx: &Ctx<'_>) -> Vec<Report> {
         .cloned()
         .collect();
     if primary.is_empty() { all } else { primary }
+}
+
+/// Where no line maps the peers' addresses to hosts: when the reporters on
+/// several hosts name one address and a single other reporter names someone
+/// else, that reporter is the address's owner — the suspect reports the
+/// neighbour it was sending to, its neighbours report the suspect.
+fn name_the_odd_reporter(mut reports: Vec<Report>) -> Vec<Report> {
+    let unmapped = |r: &Report| r.peer_host.is_none() && r.peer_addr.is_some();
+    let mut naming: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for r in reports.iter().filter(|r| unmapped(r)) {
+        if let (Some(addr), Some(host)) = (r.peer_addr.as_deref(), r.host.as_deref()) {
+            naming.entry(addr).or_default().insert(host);
+        }
+    }
+    let Some((addr, namers)) = naming
+        .iter()
+        .max_by_key(|(a, h)| (h.len(), std::cmp::Reverse(*a)))
+        .filter(|(_, h)| h.len() >= 2)
+    else {
+        return reports;
+    };
+    let others: BTreeSet<&str> = naming
+        .iter()
+        .filter(|(a, _)| a != &addr)
+        .flat_map(|(_, h)| h.iter().copied())
+        .filter(|h| !namers.contains(h))
+        .collect();
+    let [owner] = others.into_iter().collect::<Vec<_>>()[..] else {
+        return reports;
+    };
+    let (addr, owner) = (addr.to_string(), owner.to_string());
+    for r in reports
+        .iter_mut()
+        .filter(|r| r.peer_addr.as_deref() == Some(&addr))
+    {
+        r.peer_host.get_or_insert_with(|| owner.clone());
+    }
+    reports
 }
 
 fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
@@ -341,7 +385,27 @@ fn locate_on_suspect(
         h.device = Some(dev.0);
         h.port = dev.1;
     }
+    if devices.is_empty() {
+        own_reports_port(job, reports, suspect, h);
+    }
     h.ranks.extend(ends);
+}
+
+/// Without channel lines, the suspect's own failed transfers (to whoever it
+/// was sending) name the HCA its end of the broken connections sat on.
+fn own_reports_port(job: &Job, reports: &[Report], suspect: &str, h: &mut Hypothesis) {
+    let own = reports
+        .iter()
+        .filter(|r| r.host.as_deref() == Some(suspect))
+        .filter_map(|r| {
+            let ev = &job.events[r.idx];
+            let port = ev.int("port").and_then(|p| u32::try_from(p).ok());
+            Some((ev.text_field("hca")?.to_string(), port))
+        });
+    if let Some((device, port)) = most_common_alone(own) {
+        h.device = Some(device);
+        h.port = port;
+    }
 }
 
 /// The one other host a rank sends to over the network (NCCL's channel
@@ -573,7 +637,52 @@ mod tests {
             host: Some(host.into()),
             status: Some(RETRY_EXC_ERR),
             peer_host: peer.map(str::to_string),
+            peer_addr: None,
         }
+    }
+
+    fn unmapped(host: &str, addr: &str) -> Report {
+        Report {
+            peer_addr: Some(addr.into()),
+            ..report(host, None)
+        }
+    }
+
+    #[test]
+    fn the_one_reporter_naming_another_address_owns_the_address_its_neighbours_name() {
+        // nccl 2.25 at WARN: no init line maps 10.2.0.x to hosts. c2-06 and
+        // c2-08 name .7; c2-07 alone names .8: c2-07 is .7, the suspect.
+        let reports = vec![
+            unmapped("c2-07", "10.2.0.8"),
+            unmapped("c2-06", "10.2.0.7"),
+            unmapped("c2-08", "10.2.0.7"),
+        ];
+        let named = name_the_odd_reporter(reports);
+        let peers: Vec<Option<&str>> = named.iter().map(|r| r.peer_host.as_deref()).collect();
+        assert_eq!(peers, [None, Some("c2-07"), Some("c2-07")]);
+        assert_eq!(suspect_host(&named, &BTreeSet::new()).unwrap().0, "c2-07");
+    }
+
+    #[test]
+    fn without_one_odd_reporter_unmapped_addresses_stay_unnamed() {
+        // One namer only, or two odd reporters: nothing to eliminate by.
+        let lone = vec![unmapped("a", "10.0.0.2"), unmapped("b", "10.0.0.3")];
+        assert!(
+            name_the_odd_reporter(lone)
+                .iter()
+                .all(|r| r.peer_host.is_none())
+        );
+        let two_odd = vec![
+            unmapped("a", "10.0.0.9"),
+            unmapped("b", "10.0.0.9"),
+            unmapped("c", "10.0.0.1"),
+            unmapped("d", "10.0.0.2"),
+        ];
+        assert!(
+            name_the_odd_reporter(two_odd)
+                .iter()
+                .all(|r| r.peer_host.is_none())
+        );
     }
 
     fn two_hosts() -> Job {

@@ -418,9 +418,14 @@ pub(super) fn one_agent_hosts(job: &Job) -> BTreeSet<String> {
 
 /// Slurm task ids are ranks when there is one task per rank: as many distinct
 /// tasks as the world has ranks (or, without NCCL init lines, no other rank info).
+/// Under `srun --ntasks-per-node=1 torchrun …` a task is a host's agent, and
+/// the lines it labels name their own ranks: `2: [rank17]:…`.
 fn tasks_are_ranks(job: &Job) -> bool {
     let tasks: BTreeSet<u32> = job.events.iter().filter_map(|e| e.who.task).collect();
     if tasks.is_empty() {
+        return false;
+    }
+    if super::rank_index::labels_name_other_ranks(job) {
         return false;
     }
     match job.world_size {

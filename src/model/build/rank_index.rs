@@ -26,7 +26,8 @@ impl<'a> RankIndex<'a> {
             task_ranks: job
                 .events
                 .iter()
-                .any(|e| e.who.task.is_some() && e.who.task == e.who.rank),
+                .any(|e| e.who.task.is_some() && e.who.task == e.who.rank)
+                && !labels_name_other_ranks(job),
         };
         for r in job.ranks.values() {
             if let Some(pid) = r.pid {
@@ -54,9 +55,58 @@ impl<'a> RankIndex<'a> {
     }
 }
 
+/// Whether the lines a launcher labelled mostly name ranks other than their
+/// label: `2: [rank17]:…` under `srun --ntasks-per-node=1 torchrun`, where a
+/// task is a host's agent (rank 0 under label 0 agrees only by chance).
+pub(super) fn labels_name_other_ranks(job: &Job) -> bool {
+    let (agree, differ) = job
+        .events
+        .iter()
+        .filter_map(|e| Some((e.who.task?, e.who.rank?)))
+        .fold((0usize, 0usize), |(a, d), (t, r)| {
+            if t == r { (a + 1, d) } else { (a, d + 1) }
+        });
+    differ > agree
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labelled(task: u32, rank: u32) -> crate::model::Event {
+        let mut ev = crate::model::Event {
+            kind: crate::model::EventKind::WatchdogTimeout,
+            pattern: "test",
+            origin: crate::model::Origin {
+                file: crate::model::FileId(0),
+                line: 1,
+            },
+            who: Default::default(),
+            level: Default::default(),
+            time: Default::default(),
+            fields: Default::default(),
+            text: "".into(),
+        };
+        ev.who.task = Some(task);
+        ev.who.rank = Some(rank);
+        ev
+    }
+
+    #[test]
+    fn labels_of_host_agents_name_other_ranks_srun_torchrun() {
+        // `srun --label --ntasks-per-node=1 torchrun …`: task 2 prints rank
+        // 17's lines; task 0 printing rank 0's agrees only by chance.
+        let mut job = Job::default();
+        for (task, rank) in [(0, 0), (2, 17), (1, 9)] {
+            job.events.push(labelled(task, rank));
+        }
+        assert!(labels_name_other_ranks(&job));
+        assert!(!RankIndex::of(&job).task_ranks);
+        let mut per_rank = Job::default();
+        per_rank.events.extend((0..4).map(|r| labelled(r, r)));
+        assert!(!labels_name_other_ranks(&per_rank));
+        assert!(RankIndex::of(&per_rank).task_ranks);
+    }
 
     #[test]
     fn a_launcher_line_names_the_lowest_rank_its_pid_or_local_rank_fits() {

@@ -13,8 +13,9 @@
 //! A nested block format (CA, then ports, then fields) read with `nom` line
 //! parsers and a little state: the CA name and firmware carry into each port.
 //! `Rate:` is Gb/s (`2.5`, `56 (FDR10)`); a Down or Disabled port prints a
-//! placeholder rate (40 or 10), kept but marked. ibstat can stop half-way with
-//! `ibpanic: … stat of IB device 'mlx5_8' failed`: that line is reported.
+//! placeholder rate (40 or 10), kept but marked. ibstat asked for a device the
+//! kernel no longer lists prints `ibpanic: … stat of IB device 'mlx5_8'
+//! failed`: a vanished device, kept as such; any other ibpanic is reported.
 
 use nom::bytes::complete::{tag, take_until};
 use nom::character::complete::{digit1, space0};
@@ -52,6 +53,18 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
                 origin: Some(ctx.origin(line)),
                 ..PortSnapshot::default()
             });
+        } else if let Some(device) = vanished_device(text) {
+            flush(&mut port, &mut out);
+            let mut gone = PortSnapshot {
+                host: ctx.host.clone(),
+                device: device.to_string(),
+                vanished: true,
+                origin: Some(ctx.origin(line)),
+                ..PortSnapshot::default()
+            };
+            gone.lines.insert("state", ctx.source_line(line));
+            out.records.push(SysRecord::Port(Box::new(gone)));
+            ca = None;
         } else if text.starts_with("ibpanic:") {
             out.error = Some(format!("ibstat stopped: {text}"));
         } else if let Some((key, value)) = key_value(text) {
@@ -114,6 +127,16 @@ fn port_field(
     };
     p.lines.insert(field, ctx.source_line(line));
     true
+}
+
+/// `ibpanic: [41822] main: stat of IB device 'mlx5_2' failed: No such file
+/// or directory` (infiniband-diags' ibstat, asked for a device the kernel no
+/// longer lists) → `mlx5_2`.
+fn vanished_device(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("ibpanic:")?;
+    let (_, after) = rest.split_once("stat of IB device '")?;
+    let (device, tail) = after.split_once('\'')?;
+    tail.contains("No such file or directory").then_some(device)
 }
 
 /// `CA 'mlx5_0'` → `mlx5_0`.
@@ -183,12 +206,29 @@ mod tests {
     }
 
     #[test]
-    fn fdr10_rates_and_ibpanic() {
-        let text = "CA 'mlx4_0'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 56 (FDR10)\nibpanic: [1234] main: stat of IB device 'mlx5_8' failed: No such file or directory\n";
+    fn fdr10_rates_and_a_device_ibstat_no_longer_finds_infiniband_diags_2_x() {
+        // A loop of `ibstat mlx5_N`: one device gone, the next still read.
+        let text = "CA 'mlx4_0'\n\tPort 1:\n\t\tState: Active\n\t\tRate: 56 (FDR10)\nibpanic: [1234] main: stat of IB device 'mlx5_8' failed: No such file or directory\nCA 'mlx5_9'\n\tPort 1:\n\t\tState: Active\n";
         let t = parse_text(TableKind::Ibstat, "x.txt", text);
         let p = ports(&t);
         assert_eq!(p[0].rate_gbps, Some(56.0));
-        assert!(t.error.unwrap().contains("ibpanic"));
+        assert!(!p[0].vanished);
+        assert_eq!(
+            (p[1].device.as_str(), p[1].vanished, p[1].state.as_deref()),
+            ("mlx5_8", true, None)
+        );
+        assert_eq!(p[1].lines.get("state").unwrap().origin.line, 5);
+        assert_eq!(
+            (p[2].device.as_str(), p[2].state.as_deref()),
+            ("mlx5_9", Some("Active"))
+        );
+        assert!(t.error.is_none(), "a missing device is read, not a stop");
+        let other = parse_text(
+            TableKind::Ibstat,
+            "x.txt",
+            "ibpanic: [1] main: can't init UMAD library\n",
+        );
+        assert!(other.error.unwrap().contains("ibpanic"));
     }
 
     #[test]
