@@ -373,9 +373,14 @@ impl Job {
         }
         // Reverse-DNS names: NCCL's host names are the first label.
         let short = addr.split('.').next()?;
-        self.hosts
-            .contains_key(short)
-            .then(|| self.hosts.get_key_value(short).unwrap().0.as_str())
+        if let Some((host, _)) = self.hosts.get_key_value(short) {
+            return Some(host);
+        }
+        // A name that spells its address (EC2's `ip-10-0-3-201.…`, a
+        // Kubernetes pod's `10-92-3-32.ns.pod.cluster.local`) is the host
+        // whose lines print that address as their own.
+        let spelled = spelled_ipv4(short)?;
+        self.addr_hosts.get(&spelled).map(String::as_str)
     }
 
     /// The one host whose own tools list `addr` among its addresses; none
@@ -520,6 +525,14 @@ impl Job {
     }
 }
 
+/// `ip-10-0-3-201` or `10-92-3-32` → `10.0.3.201` / `10.92.3.32`.
+fn spelled_ipv4(label: &str) -> Option<String> {
+    let digits = label.strip_prefix("ip-").unwrap_or(label);
+    let parts: Vec<&str> = digits.split('-').collect();
+    let octets = parts.len() == 4 && parts.iter().all(|p| p.parse::<u8>().is_ok());
+    octets.then(|| parts.join("."))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,5 +603,24 @@ mod tests {
         assert_eq!(names(&info), ["mlx5_0", "mlx5_3", "mlx5_4"]);
         info.net_devs_used = BTreeSet::from([1, 7]);
         assert_eq!(names(&info), ["mlx5_3"]);
+    }
+
+    #[test]
+    fn a_peer_name_that_spells_an_address_is_the_host_printing_it_eks_and_pod_dns() {
+        let mut job = Job::default();
+        job.addr_hosts
+            .insert("10.0.3.201".into(), "mistral7b-sft-worker-3".into());
+        let by_name = |n: &str| job.host_of_addr(n).map(str::to_string);
+        assert_eq!(
+            by_name("ip-10-0-3-201.us-west-2.compute.internal").as_deref(),
+            Some("mistral7b-sft-worker-3")
+        );
+        assert_eq!(
+            by_name("10-0-3-201.default.pod.cluster.local").as_deref(),
+            Some("mistral7b-sft-worker-3")
+        );
+        assert_eq!(by_name("ip-10-0-3-202.us-west-2.compute.internal"), None);
+        assert_eq!(spelled_ipv4("gpu-10-0-3-1"), None);
+        assert_eq!(spelled_ipv4("ip-10-0-3-999"), None);
     }
 }

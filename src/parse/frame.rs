@@ -272,10 +272,15 @@ fn apply_tag(who: &mut Who, tag: Tag<'_>) {
 fn leading_stamp(s: &[u8]) -> Option<(RawTime, usize)> {
     match s.first()? {
         // A log viewer's stamp pasted with the indent it was shown at (a
-        // log platform's export separates its columns with tabs).
+        // log platform's export separates its columns with tabs), or
+        // Megatron-LM's ` [2024-11-20 05:42:09] iteration …` after a
+        // launcher's tag.
         b' ' | b'\t' => {
             let sp = spaces(s);
-            if !s.get(sp).is_some_and(|b| b.is_ascii_digit() || *b == b'|') {
+            if !s
+                .get(sp)
+                .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'|' | b'['))
+            {
                 return None;
             }
             let (t, n) = leading_stamp(&s[sp..])?;
@@ -616,6 +621,26 @@ mod tests {
             }
         ));
         assert!(f.body.starts_with(b"[PG 0 (default_pg) Rank 12]"));
+    }
+
+    #[test]
+    fn megatrons_bracketed_stamp_after_a_torchrun_tag_is_the_lines_time_megatron_core_0_8() {
+        let style = LauncherStyle {
+            slurm_label: true,
+            ..LauncherStyle::default()
+        };
+        let line = b"39: [default7]: [2024-11-20 05:59:52] iteration   181780/  250000 | consumed samples:    232678400 | lm loss: 1.854207E+00 |";
+        let f = frame(line, &style);
+        assert!(f.time.is_some(), "{:?}", f.time);
+        assert!(
+            f.body.starts_with(b"iteration"),
+            "{}",
+            String::from_utf8_lossy(f.body)
+        );
+        assert_eq!(f.who.local_rank, Some(7));
+        // A torch rank prefix after a blank is no stamp.
+        let f = frame(b"0: [rank0]:[E ProcessGroupNCCL.cpp:563] x", &style);
+        assert_eq!(f.who.rank, Some(0));
     }
 
     #[test]

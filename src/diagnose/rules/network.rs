@@ -583,6 +583,16 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             .host_of_addr(peer)
             .map(str::to_string)
             .unwrap_or_else(|| crate::model::build::short_host_of(peer));
+        // A process never loses a connection to itself: a line naming its
+        // own host says nothing of which peer went.
+        let reporter = ev
+            .who
+            .host
+            .as_deref()
+            .map(crate::model::build::short_host_of);
+        if reporter.as_deref() == Some(host.as_str()) {
+            continue;
+        }
         let h = by_host.entry(host.clone()).or_insert_with(|| {
             let mut h = Hypothesis::new(CauseKind::ProcessCrash);
             h.host = Some(host.clone());

@@ -8,6 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnose::hypothesis::{Hypothesis, Source};
+use crate::model::build::short_host_of;
+use crate::model::kernel::KernelPlace;
 use crate::model::{CauseKind, EventIdx, EventKind};
 
 use super::{Ctx, Window, time_factor};
@@ -35,7 +37,7 @@ pub(super) fn program_faults(ctx: &Ctx<'_>, window: Window) -> Vec<Hypothesis> {
         let Some(info) = ev.int("xid").and_then(|code| ctx.kb.xid(code)) else {
             continue;
         };
-        if info.class != "app" {
+        if info.class != "app" || another_tenants(ctx, ev, place) {
             continue;
         }
         let f = by_host.entry(place.host.clone()).or_default();
@@ -52,6 +54,29 @@ pub(super) fn program_faults(ctx: &Ctx<'_>, window: Window) -> Vec<Hypothesis> {
         .into_iter()
         .map(|(host, f)| hypothesis(host, f))
         .collect()
+}
+
+/// A fault on a GPU none of the host's ranks uses, in a process none of them
+/// is: another job's (a shared node), however it ended.
+fn another_tenants(ctx: &Ctx<'_>, ev: &crate::model::Event, place: &KernelPlace) -> bool {
+    let (Some(host), Some(pci)) = (place.host.as_deref(), place.pci.as_deref()) else {
+        return false;
+    };
+    if !place.ranks.is_empty() {
+        return false;
+    }
+    let on_host: Vec<&crate::model::RankInfo> = ctx
+        .job
+        .ranks
+        .values()
+        .filter(|r| r.host.as_deref().map(short_host_of).as_deref() == Some(host))
+        .collect();
+    let gpus_known = !on_host.is_empty() && on_host.iter().all(|r| r.gpu_bus_id.is_some());
+    let pid = ev.int("pid").and_then(|p| u32::try_from(p).ok());
+    let ours = |r: &&crate::model::RankInfo| {
+        r.gpu_bus_id.as_deref() == Some(pci) || (pid.is_some() && r.pid == pid)
+    };
+    gpus_known && !on_host.iter().any(ours)
 }
 
 fn hypothesis(host: Option<String>, mut f: HostFaults) -> Hypothesis {
@@ -90,4 +115,62 @@ fn hypothesis(host: Option<String>, mut f: HostFaults) -> Hypothesis {
         h.support(Source::Kernel, w, Some(idx), why);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::knowledge::Knowledge;
+    use crate::model::{Job, RankInfo, RawTime, Value};
+    use crate::timeline::Timeline;
+
+    #[test]
+    fn an_xid_on_a_gpu_and_pid_no_rank_of_its_host_uses_is_another_tenants() {
+        // Two ranks on n1 at 3b and 5d; the Xid 13 names bus 3b (ours) or
+        // ba with a pid of no rank (a shared node's other job).
+        let mut job = Job::with_ranks_on(&[(0, "n1"), (1, "n1")]);
+        for (r, bus, pid) in [(0, "0000:3b:00.0", 100), (1, "0000:5d:00.0", 101)] {
+            let info: &mut RankInfo = job.ranks.get_mut(&r).unwrap();
+            info.gpu_bus_id = Some(bus.into());
+            info.pid = Some(pid);
+        }
+        let ours = super::super::tests::xid(13, &[("pid", Value::Int(4242))], RawTime::None);
+        let theirs = ours.clone();
+        job.events = vec![ours, theirs];
+        let kb = Knowledge::builtin().unwrap();
+        let timeline = Timeline::build(&job);
+        let ctx = Ctx {
+            job: &job,
+            timeline: &timeline,
+            kb: &kb,
+        };
+        let place = |pci: &str| KernelPlace {
+            host: Some("n1".into()),
+            pci: Some(pci.into()),
+            gpu: true,
+            ..KernelPlace::default()
+        };
+        assert!(!another_tenants(
+            &ctx,
+            &job.events[0],
+            &place("0000:3b:00.0")
+        ));
+        assert!(another_tenants(
+            &ctx,
+            &job.events[1],
+            &place("0000:ba:00.0")
+        ));
+        // Where the host's ranks' GPUs are not all known, nothing is ruled out.
+        let mut unknown = Job::with_ranks_on(&[(0, "n1"), (1, "n1")]);
+        unknown.ranks.get_mut(&0).unwrap().gpu_bus_id = Some("0000:3b:00.0".into());
+        let ctx = Ctx {
+            job: &unknown,
+            ..ctx
+        };
+        assert!(!another_tenants(
+            &ctx,
+            &job.events[1],
+            &place("0000:ba:00.0")
+        ));
+    }
 }
