@@ -896,8 +896,23 @@ pub fn stuck_ranks(
     let host = choice.best.host.as_deref().map(short_host_of);
     let on_host = |r: &&u32| host.is_some() && job.short_host_of_rank(**r) == host.as_deref();
     let errored_here = || erroring.iter().filter(on_host).take(8).copied();
+    // A host gone whole (its pod killed, the node lost or rebooted): where
+    // the crash names the host and none of its ranks printed a failure of
+    // its own, they all died with it.
+    let gone_whole = || -> Vec<u32> {
+        let all: Vec<u32> = job.ranks.keys().filter(on_host).copied().collect();
+        let whole = choice.best.kind == CauseKind::ProcessCrash
+            && all.len() <= 64
+            && !all.iter().any(|r| erroring.contains(r));
+        if whole { all } else { Vec::new() }
+    };
     let Some(hang) = hang else {
-        return errored_here().collect();
+        let errored: Vec<u32> = errored_here().collect();
+        return if errored.is_empty() {
+            gone_whole()
+        } else {
+            errored
+        };
     };
     let mut ranks: BTreeSet<u32> = hang.laggards.keys().copied().collect();
     if ranks.is_empty() {
@@ -917,6 +932,9 @@ pub fn stuck_ranks(
         && let [rank] = hang.no_logs.iter().copied().collect::<Vec<_>>()[..]
     {
         ranks.insert(rank);
+    }
+    if ranks.is_empty() {
+        ranks.extend(gone_whole());
     }
     ranks.into_iter().collect()
 }

@@ -19,6 +19,7 @@ mod rank_index;
 mod settings;
 mod stacks;
 mod sweeps;
+mod task_files;
 mod trees;
 
 use super::{Event, FileInfo, Job, PeerLink, SysTables};
@@ -50,6 +51,7 @@ pub fn build(
     job.neighbors = tables.neighbors;
     flight::synthesize(&mut job);
     file_hosts::adopt_logs(&mut job);
+    task_files::assign_ranks(&mut job);
     job.index_kinds();
     let mut store = tables.counters;
     file_hosts::adopt_address_folders(&mut job, &mut store);

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::CounterSource;
+use crate::model::{CounterSource, PortSnapshot, SysRecord};
 
 use super::TableParse;
 use super::common::{CounterAt, Line, TableCtx, UNKNOWN_DEVICE, parse_u64};
@@ -23,6 +23,14 @@ static NETDEV_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
     // names (`ethtool-S-enp26s0np0_node005_after.txt`).
     Regex::new(r"(?:^|[^A-Za-z0-9])(?P<d>eth\d+|en(?:p\d+s\d+|s\d+|o\d+|x[0-9a-f]{12})(?:f\d+)?(?:np\d+)?(?:v\d+)?|ib\d+|bond\d+)(?:[^A-Za-z0-9]|$)")
         .unwrap()
+});
+
+/// RDMA device names as the kernel gives them (mlx4/mlx5, Broadcom, Intel).
+static RDMA_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:^|[^A-Za-z0-9_])(mlx[45]_\d+|bnxt_re\d+|irdma\d+|rocep\d+s\d+f\d+)(?:[^A-Za-z0-9_]|$)",
+    )
+    .unwrap()
 });
 
 pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
@@ -47,7 +55,12 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
         }
         let Some((name, value)) = stat(text) else {
             match section_netdev(text) {
-                Some(dev) => device = dev,
+                Some(dev) => {
+                    if let Some(tie) = titled_rdma_device(ctx, line, text, &dev) {
+                        out.records.push(tie);
+                    }
+                    device = dev;
+                }
                 None => out.unparsed += 1,
             }
             continue;
@@ -91,6 +104,33 @@ fn section_netdev(text: &str) -> Option<String> {
     found.all(|d| d == first).then_some(first)
 }
 
+/// A title that also names the netdev's RDMA device (`### enp188s0np0
+/// (mlx5_6)`, `== ens0np0 (mlx5_0) ==`) ties the two, as `ibdev2netdev`
+/// does: the kernel names the port by netdev, NCCL by RDMA device.
+fn titled_rdma_device(
+    ctx: &TableCtx,
+    line: &Line<'_>,
+    text: &str,
+    netdev: &str,
+) -> Option<SysRecord> {
+    let mut found = RDMA_DEVICE
+        .captures_iter(text)
+        .map(|c| c.get(1).map_or("", |m| m.as_str()));
+    let device = found.next()?;
+    if found.any(|d| d != device) {
+        return None;
+    }
+    let mut p = PortSnapshot {
+        host: ctx.host.clone(),
+        device: device.to_string(),
+        netdev: Some(netdev.to_string()),
+        origin: Some(ctx.origin(line)),
+        ..PortSnapshot::default()
+    };
+    p.lines.insert("netdev", ctx.source_line(line));
+    Some(SysRecord::Port(Box::new(p)))
+}
+
 /// `$ ethtool -S ens1f0 | grep prio` names the netdev.
 fn command_netdev(text: &str) -> Option<String> {
     let mut words = text.split_whitespace();
@@ -106,7 +146,7 @@ fn command_netdev(text: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::ingest::TableKind;
-    use crate::parse::tables::testing::{counters, parse_text};
+    use crate::parse::tables::testing::{counters, parse_text, ports};
 
     const K515: &str = include_str!("../../../tests/data/tables/ethtool-mlx5-k515.txt");
     const GREP: &str = include_str!("../../../tests/data/tables/ethtool-grep-cx4lx-pause.txt");
@@ -168,5 +208,23 @@ mod tests {
         assert_eq!(c[0].device, "ens1f0np0");
         assert_eq!(c[0].host.as_deref(), Some("node3"));
         assert_eq!(t.unparsed, 1);
+    }
+
+    #[test]
+    fn a_title_naming_the_rdma_device_ties_it_to_the_netdev_mlx5() {
+        let text = "### enp188s0np0 (mlx5_6)\nNIC statistics:\n     rx_crc_errors_phy: 4\n### enp189s0np0\n     rx_crc_errors_phy: 0\n";
+        let t = parse_text(
+            TableKind::EthtoolStats,
+            "h100-b03/ethtool-S.after.txt",
+            text,
+        );
+        let tied: Vec<(&str, Option<&str>)> = ports(&t)
+            .iter()
+            .map(|p| (p.device.as_str(), p.netdev.as_deref()))
+            .collect();
+        assert_eq!(tied, [("mlx5_6", Some("enp188s0np0"))]);
+        let c = counters(&t);
+        assert_eq!(c[0].device, "enp188s0np0");
+        assert_eq!(c[1].device, "enp189s0np0");
     }
 }
