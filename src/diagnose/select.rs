@@ -381,6 +381,13 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::Crash
         }
+        // A set-up fault whose culprits never finished their own init failed
+        // the init, however far the other ranks got before they timed out.
+        _ if is_set_up(kind)
+            && (left_out_of_init(ctx.job, &choice.best.ranks) || init_never_finished(ctx)) =>
+        {
+            Status::InitFailure
+        }
         _ if hang.is_some() => Status::Hang,
         // An nccl-tests run that stopped mid-way without an error hung.
         _ if super::rules::nccl_tests_run(ctx.job).is_some_and(|r| r.stopped(ctx.job)) => {
@@ -849,6 +856,33 @@ fn never_came_up(job: &Job, culprits: &BTreeSet<u32>) -> bool {
             e.text_field("phase") == Some("COMPLETE")
                 && e.who.rank.is_some_and(|r| culprits.contains(&r))
         })
+}
+
+/// NCCL's init began (its `Init START` lines) or its bootstrap failed, and
+/// no communicator ever came up: whatever waited afterwards waited on the
+/// init.
+fn init_never_finished(ctx: &Ctx<'_>) -> bool {
+    let job = ctx.job;
+    let started = job
+        .events_where(|k| k == EventKind::NcclCommInit)
+        .next()
+        .is_some();
+    (started || job.events.iter().any(fails_set_up)) && !init_completed(ctx) && !work_done(job)
+}
+
+/// The culprits never printed their own `Init COMPLETE` where the others
+/// did, and no work was ever done: the others' timeouts in the first
+/// collective wait on an init that never finished.
+fn left_out_of_init(job: &Job, culprits: &BTreeSet<u32>) -> bool {
+    let completed: BTreeSet<u32> = job
+        .events_where(|k| k == EventKind::NcclCommInit)
+        .filter(|(_, e)| e.text_field("phase") == Some("COMPLETE"))
+        .filter_map(|(_, e)| e.who.rank)
+        .collect();
+    !culprits.is_empty()
+        && !completed.is_empty()
+        && culprits.is_disjoint(&completed)
+        && !work_done(job)
 }
 
 /// NCCL 2.22+ connects its peers at the first collective that needs them
