@@ -931,11 +931,13 @@ pub fn stuck_ranks(
     let on_host = |r: &&u32| host.is_some() && job.short_host_of_rank(**r) == host.as_deref();
     let errored_here = || erroring.iter().filter(on_host).take(8).copied();
     // A host gone whole (its pod killed, the node lost or rebooted): where
-    // the crash names the host and none of its ranks printed a failure of
-    // its own, they all died with it.
+    // the crash is known only by its host and none of the host's ranks
+    // printed a failure of its own, they all died with it.
     let gone_whole = || -> Vec<u32> {
         let all: Vec<u32> = job.ranks.keys().filter(on_host).copied().collect();
+        let by_host = choice.best.values.get("scope").map(String::as_str) == Some("host");
         let whole = choice.best.kind == CauseKind::ProcessCrash
+            && by_host
             && all.len() <= 64
             && !all.iter().any(|r| erroring.contains(r));
         if whole { all } else { Vec::new() }

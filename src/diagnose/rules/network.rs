@@ -598,6 +598,8 @@ fn vanished_peers(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             h.host = Some(host.clone());
             h.value("reason", format!("its connections were closed: `{error}`"));
             h.value("who", format!("A process on {host}"));
+            // Known only by its host: whatever went, went there.
+            h.value("scope", "host".to_string());
             h
         });
         if h.support.len() < 6 {

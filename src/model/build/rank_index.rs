@@ -74,19 +74,10 @@ mod tests {
     use super::*;
 
     fn labelled(task: u32, rank: u32) -> crate::model::Event {
-        let mut ev = crate::model::Event {
-            kind: crate::model::EventKind::WatchdogTimeout,
-            pattern: "test",
-            origin: crate::model::Origin {
-                file: crate::model::FileId(0),
-                line: 1,
-            },
-            who: Default::default(),
-            level: Default::default(),
-            time: Default::default(),
-            fields: Default::default(),
-            text: "".into(),
-        };
+        let mut ev = crate::model::Event::with_fields(
+            crate::model::EventKind::WatchdogTimeout,
+            Default::default(),
+        );
         ev.who.task = Some(task);
         ev.who.rank = Some(rank);
         ev

@@ -91,7 +91,7 @@ fn writers_by_file(job: &Job) -> BTreeMap<FileId, Writers> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Event, EventKind, FileInfo, Origin};
+    use crate::model::{Event, EventKind, FileInfo};
 
     fn file(id: u32, path: &str) -> FileInfo {
         FileInfo {
@@ -109,19 +109,8 @@ mod tests {
     }
 
     fn line(file: u32, pid: Option<u32>, rank: Option<u32>) -> Event {
-        let mut ev = Event {
-            kind: EventKind::IbAsyncEvent,
-            pattern: "test",
-            origin: Origin {
-                file: FileId(file),
-                line: 1,
-            },
-            who: Default::default(),
-            level: Default::default(),
-            time: Default::default(),
-            fields: Default::default(),
-            text: "".into(),
-        };
+        let mut ev = Event::with_fields(EventKind::IbAsyncEvent, Default::default());
+        ev.origin.file = FileId(file);
         ev.who.pid = pid;
         ev.who.rank = rank;
         ev
