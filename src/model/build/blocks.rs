@@ -110,6 +110,14 @@ fn block_owners(job: &Job) -> Option<(BTreeMap<u32, String>, u32)> {
         return None;
     }
     let per_host = world / hosts;
+    // A world read off the highest rank seen is only a floor: hosts that
+    // show a few ranks each of blocks that large were sized by hosts the
+    // logs never named (16 hosts of 8 seen as two of 40).
+    let highest = job.ranks.keys().max().map_or(0, |&r| r + 1);
+    let floor_only = job.world_size.is_none() && world == highest;
+    if floor_only && by_host.values().any(|r| (r.len() as u32) * 2 < per_host) {
+        return None;
+    }
     let mut owners = BTreeMap::new();
     for (host, ranks) in &by_host {
         let blocks: BTreeSet<u32> = ranks.iter().map(|r| r / per_host).collect();
@@ -187,6 +195,25 @@ mod tests {
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&1].host.as_deref(), Some("a"));
         assert_eq!(j.ranks[&4].host.as_deref(), Some("b"));
+    }
+
+    /// mpirun over 16 hosts of 8 where only node-b10's ranks 72–79 wrote and
+    /// node-b11 left a folder: the highest rank sizes no world, so node-b11
+    /// takes no block of 40.
+    #[test]
+    fn a_world_known_only_by_its_highest_rank_sizes_no_blocks_of_hosts_unseen() {
+        let ranks: Vec<(u32, &str)> = (72..80).map(|r| (r, "node-b10")).collect();
+        let mut j = Job::with_ranks_on(&ranks);
+        j.files.push(crate::model::FileInfo {
+            hints: crate::model::PathHints {
+                host: Some("node-b11".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        place_silent_ranks(&mut j);
+        assert!(j.ranks.get(&0).is_none_or(|i| i.host.is_none()));
+        assert!(j.ranks.get(&40).is_none_or(|i| i.host.is_none()));
     }
 
     /// NCCL_DEBUG=WARN: no world size, only rank 0 placed; each host's four

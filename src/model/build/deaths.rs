@@ -371,7 +371,12 @@ fn task_exited(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<Death
     } else {
         DeathKind::ExitCode
     };
-    let mut d = death(ev, idx, kind, format!("srun: {what}"));
+    let said = if ev.pattern.starts_with("ompi.") {
+        "mpirun lost its daemon there".to_string()
+    } else {
+        format!("srun: {what}")
+    };
+    let mut d = death(ev, idx, kind, said);
     d.rank = rank;
     d.host = host;
     d.signal = signal.map(str::to_string);
