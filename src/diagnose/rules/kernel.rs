@@ -344,9 +344,7 @@ fn ethernet_beside_infiniband(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::grammar::knowledge::Knowledge;
     use crate::model::{Fields, Job, Level, Origin, RawTime, Value, Who};
-    use crate::timeline::Timeline;
     use chrono::NaiveDate;
 
     pub(crate) fn xid(code: i64, extra: &[(&'static str, Value)], time: RawTime) -> Event {
@@ -393,15 +391,10 @@ pub(super) mod tests {
             ],
             ..Job::default()
         };
-        let kb = Knowledge::builtin().unwrap();
-        let timeline = Timeline::build(&job);
-        let ctx = Ctx {
-            job: &job,
-            timeline: &timeline,
-            kb: &kb,
-        };
-        let w = job_window(&ctx);
-        let f: Vec<f64> = (1..5).map(|i| time_factor(&ctx, w, i)).collect();
+        let f: Vec<f64> = Ctx::over(&job, |ctx| {
+            let w = job_window(ctx);
+            (1..5).map(|i| time_factor(ctx, w, i)).collect()
+        });
         assert_eq!(f, [1.0, 0.45, 0.25, 1.0]);
     }
     #[test]

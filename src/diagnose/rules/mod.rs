@@ -66,6 +66,21 @@ pub struct Ctx<'a> {
     pub kb: &'a Knowledge,
 }
 
+#[cfg(test)]
+impl Ctx<'_> {
+    /// Runs `f` over a context of `job` with the built-in knowledge and the
+    /// job's own timeline (for unit tests).
+    pub(crate) fn over<R>(job: &Job, f: impl FnOnce(&Ctx<'_>) -> R) -> R {
+        let kb = Knowledge::builtin().unwrap();
+        let timeline = Timeline::build(job);
+        f(&Ctx {
+            job,
+            timeline: &timeline,
+            kb: &kb,
+        })
+    }
+}
+
 impl Ctx<'_> {
     /// The host an address is: NCCL's own lines first (a host that printed
     /// it as its own), else the one host whose tools list it (`ip addr`),

@@ -334,23 +334,14 @@ pub(super) fn corrected_aer_bursts(
 mod tests {
     use super::super::tests::xid;
     use super::*;
-    use crate::grammar::knowledge::Knowledge;
     use crate::model::{Job, RawTime, Value};
-    use crate::timeline::Timeline;
 
     fn weight_of(ev: Event) -> f64 {
         let job = Job {
             events: vec![ev],
             ..Job::default()
         };
-        let kb = Knowledge::builtin().unwrap();
-        let timeline = Timeline::build(&job);
-        let ctx = Ctx {
-            job: &job,
-            timeline: &timeline,
-            kb: &kb,
-        };
-        gpu_weight(&ctx, &job.events[0]).unwrap().0
+        Ctx::over(&job, |ctx| gpu_weight(ctx, &job.events[0]).unwrap().0)
     }
 
     #[test]

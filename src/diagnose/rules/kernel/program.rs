@@ -120,9 +120,7 @@ fn hypothesis(host: Option<String>, mut f: HostFaults) -> Hypothesis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::knowledge::Knowledge;
     use crate::model::{Job, RankInfo, RawTime, Value};
-    use crate::timeline::Timeline;
 
     #[test]
     fn an_xid_on_a_gpu_and_pid_no_rank_of_its_host_uses_is_another_tenants() {
@@ -137,40 +135,29 @@ mod tests {
         let ours = super::super::tests::xid(13, &[("pid", Value::Int(4242))], RawTime::None);
         let theirs = ours.clone();
         job.events = vec![ours, theirs];
-        let kb = Knowledge::builtin().unwrap();
-        let timeline = Timeline::build(&job);
-        let ctx = Ctx {
-            job: &job,
-            timeline: &timeline,
-            kb: &kb,
-        };
         let place = |pci: &str| KernelPlace {
             host: Some("n1".into()),
             pci: Some(pci.into()),
             gpu: true,
             ..KernelPlace::default()
         };
-        assert!(!another_tenants(
-            &ctx,
-            &job.events[0],
-            &place("0000:3b:00.0")
-        ));
-        assert!(another_tenants(
-            &ctx,
-            &job.events[1],
-            &place("0000:ba:00.0")
-        ));
+        Ctx::over(&job, |ctx| {
+            assert!(!another_tenants(
+                ctx,
+                &job.events[0],
+                &place("0000:3b:00.0")
+            ));
+            assert!(another_tenants(ctx, &job.events[1], &place("0000:ba:00.0")));
+        });
         // Where the host's ranks' GPUs are not all known, nothing is ruled out.
         let mut unknown = Job::with_ranks_on(&[(0, "n1"), (1, "n1")]);
         unknown.ranks.get_mut(&0).unwrap().gpu_bus_id = Some("0000:3b:00.0".into());
-        let ctx = Ctx {
-            job: &unknown,
-            ..ctx
-        };
-        assert!(!another_tenants(
-            &ctx,
-            &job.events[1],
-            &place("0000:ba:00.0")
-        ));
+        Ctx::over(&unknown, |ctx| {
+            assert!(!another_tenants(
+                ctx,
+                &job.events[1],
+                &place("0000:ba:00.0")
+            ));
+        });
     }
 }
