@@ -200,6 +200,22 @@ static HCA_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
+/// RDMA device names as the kernel and rdma-core give them (mlx4/mlx5,
+/// Broadcom, Intel, Omni-Path, QLogic, Alibaba eRDMA, predictable names).
+static RDMA_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\w])(?P<d>mlx[45]_\d+|bnxt_re\d+|irdma\d+|hfi1_\d+|qedr\d+|erdma_\d+|rocep\d+s\d+f\d+)(?:[^\w]|$)")
+        .expect("valid")
+});
+
+/// The one RDMA device a line names, as a collection script's title over a
+/// device's dump does (`== mlx5_1`, `### enp188s0np0 (mlx5_6)`); none where
+/// it names none or two.
+pub fn one_rdma_device_in(text: &str) -> Option<String> {
+    let mut found = RDMA_DEVICE.captures_iter(text).map(|c| c["d"].to_string());
+    let first = found.next()?;
+    found.all(|d| d == first).then_some(first)
+}
+
 static PROMPT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\[?[A-Za-z0-9_.-]+@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)[ :\]][^#$]*[#$] ").unwrap()
 });

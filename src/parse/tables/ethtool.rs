@@ -25,14 +25,6 @@ static NETDEV_IN_PATH: LazyLock<Regex> = LazyLock::new(|| {
         .unwrap()
 });
 
-/// RDMA device names as the kernel gives them (mlx4/mlx5, Broadcom, Intel).
-static RDMA_DEVICE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?:^|[^A-Za-z0-9_])(mlx[45]_\d+|bnxt_re\d+|irdma\d+|rocep\d+s\d+f\d+)(?:[^A-Za-z0-9_]|$)",
-    )
-    .unwrap()
-});
-
 pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
     let mut out = TableParse::default();
     let mut device = netdev_in_command(lines)
@@ -113,16 +105,10 @@ fn titled_rdma_device(
     text: &str,
     netdev: &str,
 ) -> Option<SysRecord> {
-    let mut found = RDMA_DEVICE
-        .captures_iter(text)
-        .map(|c| c.get(1).map_or("", |m| m.as_str()));
-    let device = found.next()?;
-    if found.any(|d| d != device) {
-        return None;
-    }
+    let device = super::common::one_rdma_device_in(text)?;
     let mut p = PortSnapshot {
         host: ctx.host.clone(),
-        device: device.to_string(),
+        device,
         netdev: Some(netdev.to_string()),
         origin: Some(ctx.origin(line)),
         ..PortSnapshot::default()

@@ -14,10 +14,6 @@
 //! or a directed-route path) and the dotted fields are a tiny grammar of
 //! their own, which reads more clearly as combinators than as one regex.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use nom::bytes::complete::{tag, take_until, take_while, take_while1};
 use nom::character::complete::{digit1, hex_digit1, space0};
 use nom::combinator::{opt, rest};
@@ -27,7 +23,7 @@ use nom::{IResult, Parser};
 use crate::model::CounterSource;
 
 use super::TableParse;
-use super::common::{CounterAt, Line, TableCtx, parse_u64};
+use super::common::{CounterAt, Line, TableCtx, one_rdma_device_in, parse_u64};
 use super::widths::perfquery_width;
 
 /// What a block header says.
@@ -63,7 +59,10 @@ pub fn parse(ctx: &TableCtx, lines: &[Line<'_>]) -> TableParse {
             continue;
         }
         let (Some((h, device)), Ok((_, (name, value)))) = (&block, field(text)) else {
-            match titled_device(text) {
+            // A script's title over each HCA's dump (`== mlx5_1`, `### perfquery
+            // -x -C mlx5_1 1`): the next block is that device's, whatever LID
+            // it prints.
+            match one_rdma_device_in(text) {
                 Some(device) => title = Some(device),
                 None => out.unparsed += 1,
             }
@@ -96,19 +95,6 @@ fn width(h: &Header, name: &str) -> Option<u8> {
     } else {
         perfquery_width(name)
     }
-}
-
-/// A collection script's title over each HCA's dump (`== mlx5_1`,
-/// `### perfquery -x -C mlx5_1 1`): a line that is no counter and names one
-/// RDMA device. The next block is that device's, whatever LID it prints.
-fn titled_device(text: &str) -> Option<String> {
-    static HCA: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?:^|[^\w])(?P<d>mlx[45]_\d+|bnxt_re\d+|irdma\d+|hfi1_\d+|qedr\d+|erdma_\d+)(?:[^\w]|$)")
-            .expect("valid")
-    });
-    let mut found = HCA.captures_iter(text).map(|c| c["d"].to_string());
-    let first = found.next()?;
-    found.all(|d| d == first).then_some(first)
 }
 
 /// `perfquery -x -C mlx5_0 -P 1` in a prompt or `watch` line names the HCA.
