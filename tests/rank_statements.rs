@@ -256,3 +256,34 @@ fn pdsh_host_labels_before_nccls_own_prefix_place_the_ranks_deepspeed() {
     assert_eq!(row["pid"], 44006, "{row:#}");
     assert_eq!(row["gpu_bus_id"], "0000:81:00.0", "{row:#}");
 }
+
+/// `mpirun --tag-output` with NCCL_DEBUG=WARN, Open MPI 4: every worker
+/// prints its script's `[init] rank=R … host=H` line; node03's four print
+/// nothing after it while the other eight time out in ALLREDUCE 51. Only
+/// the scripts' lines say where the silent ranks ran; a worker's
+/// `rank R: … host memory` warning names no host.
+#[test]
+fn a_scripts_rank_and_host_print_places_ranks_nccl_never_named_ompi_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in 0..12u32 {
+        let host = format!("node0{}", rank / 4 + 1);
+        log.push_str(&format!(
+            "[1,{rank}]<stdout>:[init] rank={rank} local_rank={} world_size=12 host={host} device=cuda:{}\n",
+            rank % 4,
+            rank % 4
+        ));
+    }
+    log.push_str("[1,2]<stdout>:rank 2: prefetch buffer grew to 31.2 GiB host memory\n");
+    for rank in 0..8u32 {
+        log.push_str(&format!(
+            "[1,{rank}]<stderr>:[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600413 milliseconds before timing out.\n"
+        ));
+    }
+    write(dir.path(), "mpirun.out", &log);
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(v["stuck_ranks"], serde_json::json!([8, 9, 10, 11]), "{v:#}");
+    assert_eq!(common::rank_row(&doc, 9)["host"], "node03");
+    assert_eq!(common::rank_row(&doc, 2)["host"], "node01");
+}

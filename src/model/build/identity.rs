@@ -97,15 +97,26 @@ impl AgentRanks {
 
 /// A line that states its writer's global rank (a training script's
 /// `| distributed init (rank 15): …`) is that rank's, and pairs it with the
-/// launcher's local-rank prefix for the lines that follow.
+/// launcher's local-rank prefix for the lines that follow. Where it also
+/// states its host (`rank=82 … host=node-b11`), the writer ran there: the
+/// only placement of a rank whose NCCL lines a lost node never wrote.
 fn resolve_by_stated_rank(job: &mut Job) {
     for ev in job
         .events
         .iter_mut()
         .filter(|e| e.kind == EventKind::TorchInfo)
     {
+        let stated = ev.int("global_rank").and_then(|r| u32::try_from(r).ok());
         if ev.who.rank.is_none() {
-            ev.who.rank = ev.int("global_rank").and_then(|r| u32::try_from(r).ok());
+            ev.who.rank = stated;
+        }
+        let own_line = stated.is_some() && ev.who.rank == stated;
+        let host = ev
+            .text_field("host")
+            .filter(|_| own_line && ev.who.host.is_none())
+            .map(|h| crate::parse::kernel::short_host(h.as_bytes()));
+        if let Some(host) = host {
+            ev.who.host = Some(Sym::new(&host));
         }
     }
 }
