@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{Job, RankInfo};
+use crate::model::{DeathKind, Job, RankInfo};
 
 use super::short_host_of;
 
@@ -95,12 +95,19 @@ fn block_owners(job: &Job) -> Option<(BTreeMap<u32, String>, u32)> {
         }
     }
     // Hosts of the job whose ranks are all unknown still hold a block: a
-    // folder or snapshot names them.
+    // folder or snapshot names them, or the launcher reports losing them
+    // (a node that died first leaves no log of its own).
+    let lost_nodes = job
+        .deaths
+        .iter()
+        .filter(|d| d.kind == DeathKind::NodeLost)
+        .filter_map(|d| d.host.as_deref());
     let mut idle: BTreeSet<String> = job
         .files
         .iter()
         .filter_map(|f| f.hints.host.as_deref())
         .chain(job.hosts.keys().map(String::as_str))
+        .chain(lost_nodes)
         .map(short_host_of)
         .filter(|h| !by_host.contains_key(h))
         .collect();
@@ -270,6 +277,38 @@ mod tests {
         // a and d hold the blocks of their places by name: so do b and c.
         assert_eq!(j.ranks[&2].host.as_deref(), Some("b"));
         assert_eq!(j.ranks[&5].host.as_deref(), Some("c"));
+    }
+
+    /// srun's `Node failure on d` names a host that left no line or
+    /// folder: it takes the one block no known host holds.
+    #[test]
+    fn a_node_the_launcher_lost_takes_the_free_block_slurm() {
+        let known: Vec<(u32, &str)> = (0..4)
+            .map(|r| (r, "a"))
+            .chain((5..8).map(|r| (r, "b")))
+            .chain((12..16).map(|r| (r, "c")))
+            .collect();
+        let mut j = job(&known, 16);
+        j.deaths.push(crate::model::Death {
+            rank: None,
+            host: Some("d".into()),
+            pid: None,
+            kind: DeathKind::NodeLost,
+            exitcode: None,
+            signal: None,
+            reason: "srun: Node failure".into(),
+            consequence: false,
+            stopped_by_launcher: false,
+            time: Default::default(),
+            evidence: vec![],
+        });
+        place_silent_ranks(&mut j);
+        assert_eq!(j.ranks[&8].host.as_deref(), Some("d"));
+        assert_eq!(j.ranks[&11].host.as_deref(), Some("d"));
+        j.deaths[0].kind = DeathKind::Signal;
+        j.ranks.retain(|_, i| i.host.as_deref() != Some("d"));
+        place_silent_ranks(&mut j);
+        assert!(j.ranks.get(&8).is_none_or(|i| i.host.is_none()));
     }
 
     fn with_idle_hosts(mut j: Job, hosts: &[&str]) -> Job {
