@@ -811,7 +811,7 @@ mod tests {
 title = "t"
 event = "nccl_channel"
 literals = ["Channel "]
-regex = 'Channel (?P<channel>\d+)/(?P<conn>\d+)(?P<detail>x)?(?P<dir>x)? (?P<dst>\d)(?P<dst_dev>\d)(?P<gdr>x)?(?P<net_dev>\d)?(?P<src>\d)(?P<src_dev>\d) (?P<transport>P2P)'
+regex = 'Channel (?P<channel>\d+)/(?P<conn>\d+)(?P<detail>x)?(?P<dir>x)? (?P<dst>\d)(?P<dst_dev>\d)(?P<gdr>x)?(?P<net_dev>\d)?(?P<proxy>\d)?(?P<src>\d)(?P<src_dev>\d) (?P<transport>P2P)'
 fallback = true
 accelerator = "nccl_channel"
 "#;

@@ -39,6 +39,11 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     r.expect(b"via ")?;
     let transport = r.transport()?;
     let suffix = r.transport_suffix()?;
+    // `NET/IB/3(19)`: PXN, rank 19's proxy drives the NIC for this rank.
+    let proxy = match suffix {
+        Suffix::NetDev(_) => r.proxy_rank(),
+        _ => None,
+    };
     // `NET/IB/0/GDRDMA`: the NIC reads or writes GPU memory directly.
     let gdr = matches!(suffix, Suffix::NetDev(_)) && r.rest().starts_with(b"/GDRDMA");
     // Pushed in name order, as `Fields` keeps them.
@@ -64,6 +69,9 @@ fn read_channel<'a>(body: &'a [u8], fields: &mut FieldList<'a>) -> Option<()> {
     if let Suffix::NetDev(dev) = suffix {
         fields.push(slot::NET_DEV, Int(dev));
     }
+    if let Some(proxy) = proxy {
+        fields.push(slot::PROXY, Int(proxy));
+    }
     fields.push(slot::SRC, Int(src));
     fields.note_digits(slot::SRC, src_at);
     fields.push(slot::SRC_DEV, Text(src_dev));
@@ -82,6 +90,7 @@ pub(super) const CHANNEL_FIELDS: &[&str] = &[
     "dst_dev",
     "gdr",
     "net_dev",
+    "proxy",
     "src",
     "src_dev",
     "transport",
@@ -97,9 +106,10 @@ mod slot {
     pub const DST_DEV: u8 = 5;
     pub const GDR: u8 = 6;
     pub const NET_DEV: u8 = 7;
-    pub const SRC: u8 = 8;
-    pub const SRC_DEV: u8 = 9;
-    pub const TRANSPORT: u8 = 10;
+    pub const PROXY: u8 = 8;
+    pub const SRC: u8 = 9;
+    pub const SRC_DEV: u8 = 10;
+    pub const TRANSPORT: u8 = 11;
 }
 
 enum Suffix<'a> {
@@ -141,6 +151,20 @@ impl<'a> Reader<'a> {
 
     /// `(?:/(\d+)|/(\S+))?`: a NIC index when digits follow the slash,
     /// else the rest of the word.
+    /// `(19)` right after a NIC index: the proxy rank, else nothing read.
+    fn proxy_rank(&mut self) -> Option<i64> {
+        let start = self.at;
+        let rank = self
+            .eat(b"(")
+            .then(|| self.int_at())
+            .flatten()
+            .filter(|_| self.eat(b")"));
+        if rank.is_none() {
+            self.at = start;
+        }
+        rank.map(|(rank, _)| rank)
+    }
+
     fn transport_suffix(&mut self) -> Option<Suffix<'a>> {
         if !self.eat(b"/") {
             return Some(Suffix::None);
@@ -364,6 +388,7 @@ mod tests {
             (slot::DST_DEV, "dst_dev"),
             (slot::GDR, "gdr"),
             (slot::NET_DEV, "net_dev"),
+            (slot::PROXY, "proxy"),
             (slot::SRC, "src"),
             (slot::SRC_DEV, "src_dev"),
             (slot::TRANSPORT, "transport"),
@@ -395,6 +420,16 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_pxn_line_names_its_proxy_rank_nccl_2_21() {
+        let got = fields("Channel 03/0 : 18[2] -> 27[3] [send] via NET/IB/3(19)/GDRDMA");
+        let proxy = got.iter().find(|(k, _)| k == "proxy");
+        assert_eq!(proxy.map(|(_, v)| v.as_str()), Some("19"), "{got:?}");
+        assert!(got.iter().any(|(k, v)| k == "gdr" && v == "GDRDMA"), "{got:?}");
+        let own = fields("Channel 03/0 : 19[3] -> 28[4] [send] via NET/IB/3/GDRDMA(PCI)");
+        assert!(own.iter().all(|(k, _)| k != "proxy"), "{own:?}");
     }
 
     #[test]

@@ -191,6 +191,9 @@ fn add_links(job: &mut Job, links: &[PeerLink]) {
             continue;
         };
         let net_dev = ev.int("net_dev").and_then(|d| u32::try_from(d).ok());
+        // PXN (`NET/IB/3(19)`): the NIC is the proxy rank's, which drives
+        // it for this one; the logger's own traffic leaves over NVLink.
+        let proxy = ev.int("proxy").and_then(|r| u32::try_from(r).ok());
         let receive = ev.text_field("dir") == Some("receive");
         let loggers: BTreeSet<u32> = match ev.who.rank {
             Some(rank) => BTreeSet::from([rank]),
@@ -202,8 +205,13 @@ fn add_links(job: &mut Job, links: &[PeerLink]) {
         for rank in loggers {
             if let Some(info) = job.ranks.get_mut(&rank) {
                 info.channels_logged = true;
-                info.net_devs_used.extend(net_dev);
+                if proxy.is_none_or(|p| p == rank) {
+                    info.net_devs_used.extend(net_dev);
+                }
             }
+        }
+        if let Some(info) = proxy.and_then(|p| job.ranks.get_mut(&p)) {
+            info.net_devs_used.extend(net_dev);
         }
     }
 }
