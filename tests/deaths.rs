@@ -435,3 +435,44 @@ fn an_oom_kill_of_a_pid_the_launcher_names_as_its_worker_is_the_crash_deepspeed(
         "{v:#}"
     );
 }
+
+/// `srun --label` over torchrun, torch 2.2 / NCCL 2.19, one console: rank 5
+/// on node-b dies of a data-loader ValueError (its agent reports exit code
+/// 1); only afterwards do ranks on node-a and node-c print IB completion
+/// errors naming node-b's address (status 12). Queue pairs to a dead
+/// process retry until they give up: the crash, seen from outside, not a
+/// lossy wire.
+#[test]
+fn transfers_failing_toward_a_host_after_its_process_died_are_the_crash_torch_2_2() {
+    let hosts = ["node-a", "node-b", "node-c"];
+    let mut log = String::new();
+    for r in 0..12u32 {
+        let (host, task, l, pid) = (hosts[(r / 4) as usize], r / 4, r % 4, 4100 + r);
+        log.push_str(&format!(
+            "{task}: [default{l}]:{host}:{pid}:{pid} [{l}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB bond0:10.12.4.{}<0>\n\
+             {task}: [default{l}]:{host}:{pid}:{pid} [{l}] NCCL INFO comm 0x55e1 rank {r} nranks 12 cudaDev {l} busId {:x}000 - Init COMPLETE\n",
+            41 + r / 4,
+            [0x18, 0x2a, 0x3a, 0x5d][l as usize],
+        ));
+    }
+    log.push_str(
+        "1: [default1]:Traceback (most recent call last):\n\
+         1: [default1]:  File \"/app/train.py\", line 212, in <module>\n\
+         1: [default1]:    batch = next(loader)\n\
+         1: [default1]:ValueError: cannot reshape array of size 1531 into shape (2049)\n\
+         1: [2024-05-14 11:02:38,132] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 1 (pid: 4105) of binary: /usr/bin/python\n",
+    );
+    for r in [0u32, 1, 8, 9] {
+        let (host, task, l) = (hosts[(r / 4) as usize], r / 4, r % 4);
+        log.push_str(&format!(
+            "{task}: [default{l}]:{host}:{pid}:{tid} [{l}] transport/net_ib.cc:1333 NCCL WARN NET/IB : Got completion from peer 10.12.4.42<59639> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ::ffff:10.12.4.{a} remoteGids::ffff:10.12.4.42\n",
+            pid = 4100 + r,
+            tid = 4200 + r,
+            a = 41 + r / 4
+        ));
+    }
+    let doc = common::report_of(&[("slurm-771204.out", &log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+}

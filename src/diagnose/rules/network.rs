@@ -143,13 +143,22 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
         .collect();
     match suspect_host(&reports, &troubled) {
         Some((suspect, reporters)) => {
-            let weight = if reporters.len() >= 2 {
+            let mut weight = if reporters.len() >= 2 {
                 0.7
             } else if names_back(&reports, &suspect, &reporters) {
                 0.45
             } else {
                 0.55
             };
+            if super::process::died_before_reports(ctx, &suspect, &reports) {
+                // Queue pairs to a process that is gone retry until they
+                // give up: the crash seen from outside, not a lossy wire.
+                weight *= 0.5;
+                h.value(
+                    "detail",
+                    format!("a process on {suspect} had died of its own accord before these transfers failed"),
+                );
+            }
             h.peer_host = most_common(
                 reports
                     .iter()

@@ -353,6 +353,46 @@ fn best_reason(deaths: &[&Death]) -> String {
         .unwrap_or_default()
 }
 
+/// A rank on `host` died of its own accord before the first of `reports`
+/// (completion errors) naming that host: on one clock where both are
+/// stamped, else by their order in one console.
+pub(super) fn died_before_reports(
+    ctx: &Ctx<'_>,
+    host: &str,
+    reports: &[super::network::Report],
+) -> bool {
+    let naming: Vec<EventIdx> = reports
+        .iter()
+        .filter(|r| r.peer_host.as_deref() == Some(host))
+        .map(|r| r.idx)
+        .collect();
+    let Some(&first) = naming.first() else {
+        return false;
+    };
+    let crashes = culprit_deaths(ctx);
+    crashes.by_rank.iter().any(|(rank, deaths)| {
+        let on_host = deaths
+            .iter()
+            .find_map(|d| d.host.as_deref())
+            .or_else(|| ctx.job.ranks.get(rank)?.host.as_deref())
+            .is_some_and(|h| short_host(h) == host);
+        on_host && deaths.iter().any(|d| earlier_than(ctx, d, first))
+    })
+}
+
+fn earlier_than(ctx: &Ctx<'_>, d: &Death, report: EventIdx) -> bool {
+    let Some(&said) = d.evidence.first() else {
+        return false;
+    };
+    match (death_time(ctx, d), ctx.timeline.time_of(report)) {
+        (Some(died), Some(failed)) => died < failed,
+        _ => {
+            let (a, b) = (&ctx.job.events[said].origin, &ctx.job.events[report].origin);
+            a.file == b.file && a.line < b.line
+        }
+    }
+}
+
 /// Victims repeat each other; a few of their lines make the point.
 const MAX_PEER_REPORTS: usize = 5;
 
@@ -380,6 +420,20 @@ fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
                 format!("a peer lost its connection to {host}"),
             );
             added += 1;
+        }
+    }
+    let reports = super::network::completion_reports(ctx);
+    if added < MAX_PEER_REPORTS && died_before_reports(ctx, &host, &reports) {
+        let naming = reports
+            .iter()
+            .filter(|r| r.peer_host.as_deref() == Some(host.as_str()));
+        for r in naming.take(MAX_PEER_REPORTS - added) {
+            h.support(
+                Source::Nccl,
+                0.3,
+                Some(r.idx),
+                format!("a peer's transfers to {host} ran out of retries after the process there died"),
+            );
         }
     }
 }
