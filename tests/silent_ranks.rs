@@ -311,6 +311,30 @@ WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856
     assert_eq!(c["seq"], 12590, "{c:#}");
 }
 
+/// torch 1.8–1.13 under NCCL_BLOCKING_WAIT=1: the waiting thread raises
+/// `RuntimeError: [Rank N] Caught collective operation timeout: …` and the
+/// agent reports the worker's exit code 1. Those exits follow the timeouts:
+/// no rank crashed, and the one that never arrived is still the one named.
+#[test]
+fn a_raised_blocking_wait_timeout_makes_its_exit_no_crash_torch_1_11() {
+    let raised = |r: u32| {
+        format!(
+            "RuntimeError: [Rank {r}] Caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800872 milliseconds before timing out.\n\
+             ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: {r} (pid: {}) of binary: /usr/bin/python\n",
+            4200 + r
+        )
+    };
+    let files: Vec<(String, String)> = (1..4u32)
+        .map(|r| (format!("rank{r}.log"), raised(r)))
+        .chain([("rank0.log".to_string(), "Preparing test set: 40%\n".to_string())])
+        .collect();
+    let v = common::verdict_of_owned(&files);
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_ne!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([0]), "{v:#}");
+    assert_eq!(v["collective"]["seq"], 3, "{v:#}");
+}
+
 /// myria3d#123's shape with NCCL_BLOCKING_WAIT=1 (torch 1.x, and 2.4's
 /// group prefix): the waiting ranks report their blocking waits timing out,
 /// not the watchdog; rank 0, still preparing its data, said nothing.
