@@ -89,7 +89,12 @@ fn tie(
 /// that had exactly one sweep (an agent that restarted its workers swept
 /// several generations of pids; those are left alone).
 fn sweeps(job: &Job) -> Vec<Sweep> {
-    let mut by_agent: BTreeMap<(u32, Sym, Option<u32>), Vec<u32>> = BTreeMap::new();
+    // Per agent: its sweeps, each a run of closing lines with nothing
+    // between them, stamped within a minute of each other (a restarted
+    // agent's next sweep follows a new generation of workers, often with
+    // no line of its own between).
+    type Run = (u64, Option<chrono::NaiveDateTime>, Vec<u32>);
+    let mut by_agent: BTreeMap<(u32, Sym, Option<u32>), Vec<Run>> = BTreeMap::new();
     for (_, ev) in job.events_where(|k| k == EventKind::ClosingSignal) {
         let pid = ev.int("worker_pid").or(ev.int("worker_pid2"));
         let (Some(host), Some(pid)) =
@@ -97,16 +102,34 @@ fn sweeps(job: &Job) -> Vec<Sweep> {
         else {
             continue;
         };
-        by_agent
+        let runs = by_agent
             .entry((ev.origin.file.0, host, ev.who.pid))
-            .or_default()
-            .push(pid);
+            .or_default();
+        let (line, at) = (ev.origin.line, ev.time.to_local(Some(2000)));
+        let same_sweep = |last: u64, then: Option<chrono::NaiveDateTime>| {
+            let close = match (then, at) {
+                (Some(a), Some(b)) => (b - a).num_seconds().abs() <= 60,
+                _ => true,
+            };
+            line <= last + 1 && close
+        };
+        match runs.last_mut() {
+            Some((last, then, pids)) if same_sweep(*last, *then) => {
+                pids.push(pid);
+                *last = line;
+                *then = at.or(*then);
+            }
+            _ => runs.push((line, at, vec![pid])),
+        }
     }
     // The same agent lines kept in two files (a console and its copy) are
     // one sweep.
     let mut per_host: BTreeMap<Sym, BTreeSet<Vec<u32>>> = BTreeMap::new();
-    for ((_, host, _), pids) in by_agent {
-        per_host.entry(host).or_default().insert(pids);
+    for ((_, host, _), runs) in by_agent {
+        per_host
+            .entry(host)
+            .or_default()
+            .extend(runs.into_iter().map(|(_, _, pids)| pids));
     }
     per_host
         .into_iter()
@@ -127,6 +150,43 @@ mod tests {
             host: Sym::new("node001"),
             pids: pids.to_vec(),
         }
+    }
+
+    fn closing(line: u64, hh_mm: (u32, u32), pid: u32) -> crate::model::Event {
+        use crate::model::{Fields, Value};
+        let mut ev = crate::model::Event::with_fields(
+            EventKind::ClosingSignal,
+            Fields::from_sorted([("worker_pid", Value::Int(pid.into()))]),
+        );
+        ev.origin.line = line;
+        ev.who.host = Some(Sym::new("gpu-b07"));
+        let at = chrono::NaiveTime::from_hms_opt(hh_mm.0, hh_mm.1, 0).unwrap();
+        ev.time = crate::model::RawTime::NoYear {
+            month: 11,
+            day: 4,
+            time: at,
+        };
+        ev
+    }
+
+    /// torchrun with `--max-restarts=1`: its console holds the sweep of
+    /// each generation, on adjacent lines when the restart printed nothing
+    /// between them; half an hour apart they are two sweeps, not one of
+    /// fourteen workers (which would tie pids to another host's ranks).
+    #[test]
+    fn sweeps_of_two_worker_generations_stay_apart_torch_2_4() {
+        let mut job = Job::default();
+        for (i, pid) in (88211..88219).enumerate() {
+            job.events.push(closing(5 + i as u64, (2, 31), pid));
+        }
+        for (i, pid) in [90102, 90103, 90104, 90105, 90108, 90109].into_iter().enumerate() {
+            job.events.push(closing(13 + i as u64, (3, 6), pid));
+        }
+        job.index_kinds();
+        assert!(sweeps(&job).is_empty(), "a restarted agent's sweeps tie nothing");
+        job.events.truncate(8);
+        job.index_kinds();
+        assert_eq!(sweeps(&job).len(), 1);
     }
 
     #[test]
