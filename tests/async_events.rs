@@ -26,12 +26,22 @@ fn a_device_fault_is_its_proxys_not_the_rank_relaying_through_it_pxn_nccl_2_21()
             [0x18, 0x2a, 0x3a, 0x5d][l as usize]
         );
         let peer = (r + 4) % 8;
-        text += &format!("{p} NCCL INFO Channel 00/0 : {peer}[{l}] -> {r}[{l}] [receive] via NET/IB/{l}/GDRDMA\n");
-        let via = if r == 6 { "3(7)".to_string() } else { l.to_string() };
-        text += &format!("{p} NCCL INFO Channel 00/0 : {r}[{l}] -> {peer}[{l}] [send] via NET/IB/{via}/GDRDMA\n");
+        text += &format!(
+            "{p} NCCL INFO Channel 00/0 : {peer}[{l}] -> {r}[{l}] [receive] via NET/IB/{l}/GDRDMA\n"
+        );
+        let via = if r == 6 {
+            "3(7)".to_string()
+        } else {
+            l.to_string()
+        };
+        text += &format!(
+            "{p} NCCL INFO Channel 00/0 : {r}[{l}] -> {peer}[{l}] [send] via NET/IB/{via}/GDRDMA\n"
+        );
         let rank = format!("[rank{r}]:");
         if r == 6 || r == 7 {
-            text += &format!("{p} transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_3:1 Got async event : local catastrophic error\n");
+            text += &format!(
+                "{p} transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_3:1 Got async event : local catastrophic error\n"
+            );
         }
         if r == 7 {
             text += &format!(

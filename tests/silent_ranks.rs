@@ -326,7 +326,10 @@ fn a_raised_blocking_wait_timeout_makes_its_exit_no_crash_torch_1_11() {
     };
     let files: Vec<(String, String)> = (1..4u32)
         .map(|r| (format!("rank{r}.log"), raised(r)))
-        .chain([("rank0.log".to_string(), "Preparing test set: 40%\n".to_string())])
+        .chain([(
+            "rank0.log".to_string(),
+            "Preparing test set: 40%\n".to_string(),
+        )])
         .collect();
     let v = common::verdict_of_owned(&files);
     assert_eq!(v["status"], "hang", "{v:#}");

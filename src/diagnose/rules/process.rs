@@ -432,7 +432,9 @@ fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
                 Source::Nccl,
                 0.3,
                 Some(r.idx),
-                format!("a peer's transfers to {host} ran out of retries after the process there died"),
+                format!(
+                    "a peer's transfers to {host} ran out of retries after the process there died"
+                ),
             );
         }
     }

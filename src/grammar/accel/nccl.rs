@@ -427,7 +427,10 @@ mod tests {
         let got = fields("Channel 03/0 : 18[2] -> 27[3] [send] via NET/IB/3(19)/GDRDMA");
         let proxy = got.iter().find(|(k, _)| k == "proxy");
         assert_eq!(proxy.map(|(_, v)| v.as_str()), Some("19"), "{got:?}");
-        assert!(got.iter().any(|(k, v)| k == "gdr" && v == "GDRDMA"), "{got:?}");
+        assert!(
+            got.iter().any(|(k, v)| k == "gdr" && v == "GDRDMA"),
+            "{got:?}"
+        );
         let own = fields("Channel 03/0 : 19[3] -> 28[4] [send] via NET/IB/3/GDRDMA(PCI)");
         assert!(own.iter().all(|(k, _)| k != "proxy"), "{own:?}");
     }

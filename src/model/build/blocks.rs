@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{DeathKind, Job, RankInfo};
+use crate::model::{Job, RankInfo};
 
 use super::short_host_of;
 
@@ -95,13 +95,9 @@ fn block_owners(job: &Job) -> Option<(BTreeMap<u32, String>, u32)> {
         }
     }
     // Hosts of the job whose ranks are all unknown still hold a block: a
-    // folder or snapshot names them, or the launcher reports losing them
-    // (a node that died first leaves no log of its own).
-    let lost_nodes = job
-        .deaths
-        .iter()
-        .filter(|d| d.kind == DeathKind::NodeLost)
-        .filter_map(|d| d.host.as_deref());
+    // folder or snapshot names them, or the launcher reports a death there
+    // (a node that died first, or one whose logs were not collected).
+    let lost_nodes = job.deaths.iter().filter_map(|d| d.host.as_deref());
     let mut idle: BTreeSet<String> = job
         .files
         .iter()
@@ -280,7 +276,8 @@ mod tests {
     }
 
     /// srun's `Node failure on d` names a host that left no line or
-    /// folder: it takes the one block no known host holds.
+    /// folder: it takes the one block no known host holds (as a host named
+    /// by any death does; one named by none is no host of the job).
     #[test]
     fn a_node_the_launcher_lost_takes_the_free_block_slurm() {
         let known: Vec<(u32, &str)> = (0..4)
@@ -293,7 +290,7 @@ mod tests {
             rank: None,
             host: Some("d".into()),
             pid: None,
-            kind: DeathKind::NodeLost,
+            kind: crate::model::DeathKind::NodeLost,
             exitcode: None,
             signal: None,
             reason: "srun: Node failure".into(),
@@ -305,7 +302,7 @@ mod tests {
         place_silent_ranks(&mut j);
         assert_eq!(j.ranks[&8].host.as_deref(), Some("d"));
         assert_eq!(j.ranks[&11].host.as_deref(), Some("d"));
-        j.deaths[0].kind = DeathKind::Signal;
+        j.deaths[0].host = None;
         j.ranks.retain(|_, i| i.host.as_deref() != Some("d"));
         place_silent_ranks(&mut j);
         assert!(j.ranks.get(&8).is_none_or(|i| i.host.is_none()));

@@ -367,8 +367,30 @@ fn job_hosts(job: &Job) -> FxHashSet<String> {
         .map(|h| short_host(h).to_string())
         .collect();
     known.extend(line_hosts(job));
+    known.extend(reported_hosts(job));
     known.retain(|h| !h.is_empty());
     known
+}
+
+/// Hosts the launchers' reports name (torchrun's failure summary `host :
+/// gpu-e01.hpc.local`, srun's `srun: error: gpu-e02: task 1: …`): with
+/// NCCL_DEBUG unset, often the only lines naming a host at all.
+fn reported_hosts(job: &Job) -> FxHashSet<String> {
+    job.events
+        .iter()
+        .filter_map(reported_host)
+        .map(|h| short_host(h).to_string())
+        .collect()
+}
+
+fn reported_host(e: &crate::model::Event) -> Option<&str> {
+    match e.kind {
+        EventKind::ChildFailedField if e.text_field("field") == Some("host") => {
+            e.text_field("value")
+        }
+        EventKind::TaskExited => e.text_field("hosts").filter(|h| !h.contains(['[', ','])),
+        _ => None,
+    }
 }
 
 /// The short names of the hosts the job's lines carry (their own, or their
@@ -486,6 +508,36 @@ mod tests {
         );
         assert_eq!(job.files[3].hints.host, None, "the file mixes hosts");
         assert_eq!(host_of_line(&job, 4), None, "not a host of the job");
+    }
+
+    /// NCCL_DEBUG unset, torch 2.2: no line carries a host prefix; only
+    /// torchrun's failure summary in the console (`host : gpu-e01.hpc.local`)
+    /// names the host its file is named after.
+    #[test]
+    fn a_host_a_failure_summary_names_places_its_console_torch_2_2() {
+        let rank = Who {
+            rank: Some(3),
+            ..Who::default()
+        };
+        let mut job = consoles(&[
+            ("node-logs/gpu-e01.log", rank.clone()),
+            ("gpu-e02.log", rank),
+        ]);
+        let mut summary = job.events[0].clone();
+        summary.kind = EventKind::ChildFailedField;
+        summary.origin.line = 2;
+        summary.who = Who::default();
+        summary.fields = Fields::from_sorted([
+            ("field", crate::model::Value::Text("host".into())),
+            (
+                "value",
+                crate::model::Value::Text("gpu-e01.hpc.local".into()),
+            ),
+        ]);
+        job.events.insert(1, summary);
+        adopt_logs(&mut job);
+        assert_eq!(host_of_line(&job, 1), Some("gpu-e01"));
+        assert_eq!(job.files[2].hints.host, None, "gpu-e02 is named by no line");
     }
 
     const HOSTS: [&str; 4] = ["gpu-1", "gpu-13", "h100-r00-n027", "node005"];

@@ -179,11 +179,17 @@ mod tests {
         for (i, pid) in (88211..88219).enumerate() {
             job.events.push(closing(5 + i as u64, (2, 31), pid));
         }
-        for (i, pid) in [90102, 90103, 90104, 90105, 90108, 90109].into_iter().enumerate() {
+        for (i, pid) in [90102, 90103, 90104, 90105, 90108, 90109]
+            .into_iter()
+            .enumerate()
+        {
             job.events.push(closing(13 + i as u64, (3, 6), pid));
         }
         job.index_kinds();
-        assert!(sweeps(&job).is_empty(), "a restarted agent's sweeps tie nothing");
+        assert!(
+            sweeps(&job).is_empty(),
+            "a restarted agent's sweeps tie nothing"
+        );
         job.events.truncate(8);
         job.index_kinds();
         assert_eq!(sweeps(&job).len(), 1);
