@@ -211,6 +211,7 @@ impl Collected {
             multiplexed: false,
             ray_actor_lines: p.ray_actor_lines,
         });
+        set_aside_earlier_runs(&mut p, &mut self.skipped, &input.display);
         let base = self.events.len() as u32;
         self.links.extend(p.links.into_iter().map(|l| PeerLink {
             anchor: l.anchor + base,
@@ -224,6 +225,25 @@ impl Collected {
             self.tables.push(r.with_file(id));
         }
     }
+}
+
+/// Drops the lines of runs that a later run of the job appended to after
+/// them (see `parse::restarts`), and says so among the skipped inputs.
+fn set_aside_earlier_runs(p: &mut FileParse, skipped: &mut Vec<Skipped>, file: &str) {
+    let Some(cut) = crate::parse::restarts::last_run_start(&p.events) else {
+        return;
+    };
+    let restart_line = p.events[cut].origin.line;
+    p.events.drain(..cut);
+    let cut = cut as u32;
+    p.links.retain(|l| l.anchor >= cut);
+    p.links.iter_mut().for_each(|l| l.anchor -= cut);
+    skipped.push(Skipped {
+        file: file.to_string(),
+        reason: format!(
+            "lines before {restart_line} set aside: an earlier run of the job, which restarted and appended to this file"
+        ),
+    });
 }
 
 fn describe_skips(skipped: &[Skipped]) -> String {

@@ -11,6 +11,7 @@ pub mod nccl;
 pub mod ompi;
 pub mod paste;
 mod repeat_key;
+pub mod restarts;
 mod run_memo;
 pub mod scan;
 pub mod selftest;
