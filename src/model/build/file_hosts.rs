@@ -163,6 +163,38 @@ pub(super) fn adopt_address_folders(job: &mut Job, counters: &mut CounterStore) 
     place_rows(&named, |_| true, Rows::of_job(job), counters);
 }
 
+/// Folders named exactly as a host prints itself in NCCL's lines, in a
+/// shape the path alone does not take for a host (AzureML's hex node ids,
+/// `4f1d3c9a…000002/ibstat.txt`): that host's files. Runs before the ranks
+/// are resolved, so that its lines count for them.
+pub(super) fn adopt_line_named_folders(job: &mut Job, counters: &mut CounterStore) {
+    let printed: FxHashSet<String> = job
+        .events
+        .iter()
+        .filter(|e| e.pattern.starts_with("nccl."))
+        .filter_map(|e| e.who.host.as_ref())
+        .map(|h| short_host(h.as_str()).to_string())
+        .collect();
+    if printed.is_empty() {
+        return;
+    }
+    let named: FxHashMap<FileId, Sym> = job
+        .files
+        .iter()
+        .filter(|f| f.hints.host.is_none())
+        .filter_map(|f| {
+            let mut folders = f.path.rsplit('/').skip(1);
+            let host = folders.find(|d| printed.contains(*d))?;
+            Some((f.id, Sym::new(host)))
+        })
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    place_files(job, &named);
+    place_rows(&named, |_| true, Rows::of_job(job), counters);
+}
+
 /// Folders named after a host with a word joined to it (`sys-dgx017/`,
 /// `counters-node005/`) were taken for a host of that whole name. Where a
 /// job host stands as a token inside such a name, and no NCCL line names
@@ -538,6 +570,33 @@ mod tests {
         adopt_logs(&mut job);
         assert_eq!(host_of_line(&job, 1), Some("gpu-e01"));
         assert_eq!(job.files[2].hints.host, None, "gpu-e02 is named by no line");
+    }
+
+    /// AzureML names its VMs by hex node ids, which no path reads as a
+    /// host; NCCL prints them as its own host, and a folder of that name
+    /// holds that host's snapshots.
+    #[test]
+    fn a_folder_named_as_nccl_names_a_host_is_that_hosts_azureml() {
+        let id = "4f1d3c9a2b0e4e9c8a7b6d5e4f3a2b1c000002";
+        let nccl = Who {
+            host: Some(Sym::new(id)),
+            ..Who::default()
+        };
+        let mut job = consoles(&[("user_logs/std_log_process_21.txt", nccl)]);
+        job.events[0].pattern = "nccl.init";
+        job.files.push(FileInfo {
+            id: FileId(2),
+            path: format!("node_diagnostics/{id}/ibstat.txt"),
+            ..FileInfo::default()
+        });
+        job.files.push(FileInfo {
+            id: FileId(3),
+            path: "node_diagnostics/4f1d3c9a2b0e4e9c8a7b6d5e4f3a2b1c000003/ibstat.txt".into(),
+            ..FileInfo::default()
+        });
+        adopt_line_named_folders(&mut job, &mut CounterStore::default());
+        assert_eq!(job.files[2].hints.host.as_deref(), Some(id));
+        assert_eq!(job.files[3].hints.host, None, "no line names that host");
     }
 
     const HOSTS: [&str; 4] = ["gpu-1", "gpu-13", "h100-r00-n027", "node005"];

@@ -55,6 +55,7 @@ pub fn build(
     job.index_kinds();
     let mut store = tables.counters;
     file_hosts::adopt_address_folders(&mut job, &mut store);
+    file_hosts::adopt_line_named_folders(&mut job, &mut store);
     file_hosts::adopt_prefixed_folders(&mut job, &mut store);
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
