@@ -287,3 +287,44 @@ fn a_scripts_rank_and_host_print_places_ranks_nccl_never_named_ompi_4() {
     assert_eq!(common::rank_row(&doc, 9)["host"], "node03");
     assert_eq!(common::rank_row(&doc, 2)["host"], "node01");
 }
+
+/// DeepSpeed 0.14 under pdsh, NCCL_DEBUG=WARN: the launcher's
+/// `global_rank_mapping` is the only statement of where each rank ran.
+/// Rank 11 on gpu-d03 can't reach 10.20.3.14 (`No route to host`);
+/// `ip -br addr` saved per host says that address is gpu-d04's, on the LAN
+/// the others use: a host that rejects the connects (firewalld's default
+/// reject answers EHOSTUNREACH), not a wrong interface.
+#[test]
+fn deepspeeds_rank_mapping_places_ranks_and_listed_addresses_name_the_peer_deepspeed_0_14() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = ["gpu-d01", "gpu-d02", "gpu-d03", "gpu-d04"];
+    let mut log = String::new();
+    for h in hosts {
+        log.push_str(&format!(
+            "{h}: [2024-12-04 15:41:05,951] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(<class 'list'>, {{'gpu-d01': [0, 1, 2, 3], 'gpu-d02': [4, 5, 6, 7], 'gpu-d03': [8, 9, 10, 11], 'gpu-d04': [12, 13, 14, 15]}})\n"
+        ));
+    }
+    log.push_str("gpu-d03: gpu-d03:31877:31877 [3] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.20.3.14<45811> returned 113(No route to host) errno 115(Operation now in progress)\n");
+    log.push_str("gpu-d03: [rank11]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n");
+    write(dir.path(), "run1/deepspeed.log", &log);
+    for (i, h) in hosts.iter().enumerate() {
+        write(
+            dir.path(),
+            &format!("netinfo/{h}.txt"),
+            &format!(
+                "$ ip -br addr show bond0\nbond0            UP             10.20.3.{}/24 fe80::ba3f:d2ff:fe21:44a0/64 \n",
+                11 + i
+            ),
+        );
+    }
+    let doc = common::analyze_to_json(dir.path());
+    let v = &doc["verdict"];
+    assert_eq!(common::rank_row(&doc, 11)["host"], "gpu-d03");
+    assert_eq!(
+        common::rank_row(&doc, 13)["host"],
+        "gpu-d04",
+        "a rank that wrote nothing"
+    );
+    assert_eq!(v["cause"]["host"], "gpu-d04", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "firewall", "{v:#}");
+}

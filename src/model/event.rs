@@ -278,6 +278,10 @@ event_kinds! {
     /// result (`group_world_size`). Lines that name no host still tell a
     /// job of several hosts from one.
     LaunchNodes => "launch_nodes",
+    /// A launcher's statement of every host's global ranks (DeepSpeed's
+    /// `global_rank_mapping={'node1': [0, 1], …}`): where each rank ran,
+    /// whatever the ranks themselves printed.
+    RankLayout => "rank_layout",
     /// NCCL_* / TORCH_* settings as the launching shell shows them: an
     /// environment dump (`env | grep NCCL`, `export -p`, `set -x`), a
     /// command prefixed with assignments, mpirun's `-x NAME=value`.

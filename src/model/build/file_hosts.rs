@@ -405,14 +405,23 @@ fn job_hosts(job: &Job) -> FxHashSet<String> {
 }
 
 /// Hosts the launchers' reports name (torchrun's failure summary `host :
-/// gpu-e01.hpc.local`, srun's `srun: error: gpu-e02: task 1: …`): with
-/// NCCL_DEBUG unset, often the only lines naming a host at all.
+/// gpu-e01.hpc.local`, srun's `srun: error: gpu-e02: task 1: …`,
+/// DeepSpeed's rank layout): with NCCL_DEBUG unset, often the only lines
+/// naming a host at all.
 fn reported_hosts(job: &Job) -> FxHashSet<String> {
-    job.events
+    let mut hosts: FxHashSet<String> = job
+        .events
         .iter()
         .filter_map(reported_host)
         .map(|h| short_host(h).to_string())
-        .collect()
+        .collect();
+    // A launcher's rank layout (DeepSpeed's `global_rank_mapping`) names
+    // every host of the job.
+    for (_, e) in job.events_where(|k| k == EventKind::RankLayout) {
+        let layout = super::identity::host_rank_lists(e.text_field("mapping").unwrap_or(""));
+        hosts.extend(layout.into_iter().map(|(h, _)| short_host(h).to_string()));
+    }
+    hosts
 }
 
 fn reported_host(e: &crate::model::Event) -> Option<&str> {

@@ -91,8 +91,48 @@ impl AgentRanks {
                 }
             }
         }
+        for (_, ev) in job.events_where(|k| k == EventKind::RankLayout) {
+            let layout = host_rank_lists(ev.text_field("mapping").unwrap_or(""));
+            let world: usize = layout.iter().map(|(_, ranks)| ranks.len()).sum();
+            out.world_size = out.world_size.max(u32::try_from(world).ok());
+            for (host, ranks) in layout {
+                let host = Sym::new(&crate::parse::kernel::short_host(host.as_bytes()));
+                for (local, rank) in (0..).zip(ranks) {
+                    out.by_local.entry((host.clone(), local)).or_insert(rank);
+                }
+            }
+        }
         out
     }
+}
+
+/// `{'gpu-d01': [0, 1, 2], 'gpu-d02': [3, 4, 5]}` (a Python dict's repr):
+/// each host and its global ranks, in local-rank order.
+pub(super) fn host_rank_lists(mapping: &str) -> Vec<(&str, Vec<u32>)> {
+    let mut out = Vec::new();
+    let mut rest = mapping;
+    while let Some(open) = rest.find(['\'', '"']) {
+        let quote = &rest[open..open + 1];
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(quote) else {
+            break;
+        };
+        let host = &after[..close];
+        let tail = &after[close + 1..];
+        let (Some(lb), Some(rb)) = (tail.find('['), tail.find(']')) else {
+            break;
+        };
+        if lb > rb {
+            break;
+        }
+        let ranks = tail[lb + 1..rb]
+            .split(',')
+            .filter_map(|r| r.trim().parse().ok())
+            .collect();
+        out.push((host, ranks));
+        rest = &tail[rb + 1..];
+    }
+    out
 }
 
 /// A line that states its writer's global rank (a training script's

@@ -35,9 +35,18 @@ pub(super) fn swept_pid_ranks(
     let offsets = host_offsets(by_local, &one_agent_hosts(job));
     let locals_per_host = by_local.keys().map(|(_, l)| l + 1).max().unwrap_or(0) as usize;
     let mut out = Vec::new();
+    let none_failed = BTreeSet::new();
     for sweep in sweeps(job) {
         let Some(failed) = failed_locals.get(&sweep.host) else {
             continue;
+        };
+        // DeepSpeed's launcher kills every worker, the failed one too
+        // (`Killing subprocess P`, in spawn order): a sweep of as many
+        // pids as the host has workers lists them all.
+        let failed = if sweep.pids.len() == locals_per_host {
+            &none_failed
+        } else {
+            failed
         };
         let n = sweep.pids.len() + failed.len();
         if n < locals_per_host || failed.iter().any(|&l| l as usize >= n) {
@@ -193,6 +202,28 @@ mod tests {
         job.events.truncate(8);
         job.index_kinds();
         assert_eq!(sweeps(&job).len(), 1);
+    }
+
+    /// DeepSpeed's `sigkill_handler` kills every worker of its host, the
+    /// one that failed (local 0) too: four pids of a host of four workers
+    /// are locals 0–3, not the survivors 1–4.
+    #[test]
+    fn a_sweep_of_every_worker_counts_the_failed_one_among_them_deepspeed() {
+        let mut job = Job::default();
+        for (i, pid) in (31503..31507).enumerate() {
+            job.events.push(closing(40 + i as u64, (1, 41), pid));
+        }
+        job.index_kinds();
+        let host = Sym::new("gpu-b07");
+        let by_local: BTreeMap<HostPid, u32> =
+            (0..4).map(|l| ((host.clone(), l), 16 + l)).collect();
+        let failed = BTreeMap::from([(host.clone(), BTreeSet::from([0]))]);
+        let tied: BTreeMap<u32, u32> = swept_pid_ranks(&job, &BTreeMap::new(), &by_local, &failed)
+            .into_iter()
+            .map(|((_, pid), rank)| (pid, rank))
+            .collect();
+        assert_eq!(tied.get(&31503), Some(&16));
+        assert_eq!(tied.get(&31506), Some(&19));
     }
 
     #[test]

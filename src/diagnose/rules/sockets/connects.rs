@@ -134,7 +134,7 @@ fn weights(job: &Job, c: &Connect<'_>) -> (f64, f64) {
         && c.ev.text_field("peer").is_some_and(|p| {
             job.hosts
                 .values()
-                .flat_map(|info| &info.ips)
+                .flat_map(|info| info.ips.iter().chain(&info.listed_ips))
                 .any(|ip| ip != p && same_slash24(ip, p))
         });
     match (c.local_net, refused || same_lan, unreachable, timeout) {
