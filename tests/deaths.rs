@@ -476,3 +476,27 @@ fn transfers_failing_toward_a_host_after_its_process_died_are_the_crash_torch_2_
     assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
     assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
 }
+
+/// torch 1.12 with NCCL_ASYNC_ERROR_HANDLING=1, NCCL 2.12, nothing stamped:
+/// node-b's rank 6 hits an IB retry-exhausted completion and its cleanup
+/// loop rethrows the NCCL error (`terminate called …` / `  what():  NCCL
+/// error: unhandled system error, NCCL version 2.12.10`) and takes the
+/// process down; node-a's ranks time out half an hour later in other files.
+/// The error took a rank down before any watchdog fired: a crash.
+#[test]
+fn an_nccl_error_rethrown_by_torch_1_12_before_the_timeouts_is_a_crash() {
+    let b = "node-b:4337:4512 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eno1:10.50.0.12<0>\n\
+             node-b:4337:4512 [2] transport/net_ib.cc:1098 NCCL WARN NET/IB : Got completion from peer 10.50.0.11<48213> with error 12, opcode 0, len 0, vendor err 129\n\
+             [E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid this inconsistency, we are taking the entire process down.\n\
+             terminate called after throwing an instance of 'std::runtime_error'\n\
+             \x20 what():  NCCL error: unhandled system error, NCCL version 2.12.10\n";
+    let a: String = (0..4)
+        .map(|r| format!("[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1650914, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800542 milliseconds before timing out.\n"))
+        .collect();
+    let doc = common::report_of(&[
+        ("node-b/nccl.node-b.4337.log", b),
+        ("node-a/torchrun.log", &a),
+    ]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "crash", "{v:#}");
+}
