@@ -500,3 +500,44 @@ fn an_nccl_error_rethrown_by_torch_1_12_before_the_timeouts_is_a_crash() {
     let v = &doc["verdict"];
     assert_eq!(v["status"], "crash", "{v:#}");
 }
+
+/// `srun -l torchrun …` (one task per node, torch 2.2): node-b's agent,
+/// label 1, reports its workers dying before `init_process_group` (CUDA
+/// error 802 on an NVSwitch host whose Fabric Manager is down), and srun
+/// its task's exit. The label is an agent, not rank 1: the host is node-b
+/// and the ranks its summary names are the culprits.
+#[test]
+fn an_agents_label_is_no_rank_and_its_summary_names_the_culprits_torch_2_2() {
+    let mut log = String::from(
+        "1: RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized\n\
+         1: [2024-03-14 09:12:07,508] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 937014) of binary: /usr/bin/python\n\
+         1: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n\
+         1: ============================================================\n\
+         1: train.py FAILED\n\
+         1: ------------------------------------------------------------\n\
+         1: Failures:\n",
+    );
+    for (i, r) in [5u32, 6, 7].into_iter().enumerate() {
+        log.push_str(&format!(
+            "1: [{}]:\n1:   time      : 2024-03-14_09:12:06\n1:   host      : node-b.hpc.example.net\n1:   rank      : {r} (local_rank: {})\n1:   exitcode  : 1 (pid: {})\n1:   error_file: <N/A>\n",
+            i + 1,
+            r - 4,
+            937015 + r
+        ));
+    }
+    log.push_str(
+        "1: ------------------------------------------------------------\n\
+         1: Root Cause (first observed failure):\n\
+         1: [0]:\n\
+         1:   time      : 2024-03-14_09:12:06\n\
+         1:   host      : node-b.hpc.example.net\n\
+         1:   rank      : 4 (local_rank: 0)\n\
+         1:   exitcode  : 1 (pid: 937014)\n\
+         1:   error_file: <N/A>\n\
+         srun: error: node-b: task 1: Exited with exit code 1\n",
+    );
+    let doc = common::report_of(&[("slurm-2231907.out", &log)]);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["host"], "node-b", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([4, 5, 6, 7]), "{v:#}");
+}

@@ -942,12 +942,29 @@ pub fn stuck_ranks(
             && !all.iter().any(|r| erroring.contains(r));
         if whole { all } else { Vec::new() }
     };
+    // Ranks of the host that died of their own accord (an agent's failure
+    // summary names them) where none printed an error line of its own:
+    // workers that failed before NCCL or torch could say anything.
+    let died_here = || -> Vec<u32> {
+        let died: BTreeSet<u32> = job
+            .deaths
+            .iter()
+            .filter(|d| !d.consequence)
+            .filter_map(|d| d.rank)
+            .filter(|r| on_host(&r))
+            .collect();
+        if died.len() <= 64 {
+            died.into_iter().collect()
+        } else {
+            Vec::new()
+        }
+    };
     let Some(hang) = hang else {
         let errored: Vec<u32> = errored_here().collect();
-        return if errored.is_empty() {
-            gone_whole()
-        } else {
-            errored
+        return match (errored.is_empty(), gone_whole()) {
+            (false, _) => errored,
+            (true, whole) if !whole.is_empty() => whole,
+            _ => died_here(),
         };
     };
     let mut ranks: BTreeSet<u32> = hang.laggards.keys().copied().collect();

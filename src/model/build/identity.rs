@@ -19,6 +19,7 @@ pub(super) type HostPid = (Sym, u32);
 /// Resolves every event's rank; returns the communicator init lines it
 /// read (the tree links read them too).
 pub(super) fn resolve(job: &mut Job) -> InitLines {
+    place_agent_tasks(job);
     resolve_by_stated_rank(job);
     let inits = InitLines::of(job);
     let agents = AgentRanks::of(job);
@@ -103,6 +104,45 @@ impl AgentRanks {
             }
         }
         out
+    }
+}
+
+/// Under `srun --ntasks-per-node=1 torchrun …` a task label is a host's
+/// agent: the host srun's exit notice (`srun: error: a100-n07: task 2: …`)
+/// or the agent's failure summary (`2:   host : a100-n07.…`) names for a
+/// task is the host of every line under that label.
+fn place_agent_tasks(job: &mut Job) {
+    if !super::rank_index::labels_hold_workers(job) {
+        return;
+    }
+    let mut hosts: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    for e in &job.events {
+        let named = match e.kind {
+            EventKind::TaskExited => e
+                .text_field("tasks")
+                .and_then(|t| t.trim().parse::<u32>().ok())
+                .zip(e.text_field("hosts").filter(|h| !h.contains(['[', ',']))),
+            EventKind::ChildFailedField if e.text_field("field") == Some("host") => {
+                e.who.task.zip(e.text_field("value"))
+            }
+            _ => None,
+        };
+        if let Some((task, host)) = named {
+            let host = crate::parse::kernel::short_host(host.as_bytes());
+            hosts.entry(task).or_default().insert(host.to_string());
+        }
+    }
+    let single: BTreeMap<u32, Sym> = hosts
+        .into_iter()
+        .filter(|(_, h)| h.len() == 1)
+        .filter_map(|(t, h)| Some((t, Sym::new(h.first()?))))
+        .collect();
+    for e in &mut job.events {
+        if e.who.host.is_none()
+            && let Some(host) = e.who.task.and_then(|t| single.get(&t))
+        {
+            e.who.host = Some(host.clone());
+        }
     }
 }
 
@@ -476,7 +516,9 @@ fn tasks_are_ranks(job: &Job) -> bool {
     if tasks.is_empty() {
         return false;
     }
-    if super::rank_index::labels_name_other_ranks(job) {
+    if super::rank_index::labels_name_other_ranks(job)
+        || super::rank_index::labels_hold_workers(job)
+    {
         return false;
     }
     match job.world_size {

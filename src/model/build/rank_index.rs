@@ -27,7 +27,8 @@ impl<'a> RankIndex<'a> {
                 .events
                 .iter()
                 .any(|e| e.who.task.is_some() && e.who.task == e.who.rank)
-                && !labels_name_other_ranks(job),
+                && !labels_name_other_ranks(job)
+                && !labels_hold_workers(job),
         };
         for r in job.ranks.values() {
             if let Some(pid) = r.pid {
@@ -67,6 +68,29 @@ pub(super) fn labels_name_other_ranks(job: &Job) -> bool {
             if t == r { (a + 1, d) } else { (a, d + 1) }
         });
     differ > agree
+}
+
+/// Whether a launcher's labelled lines carry torchrun's worker prefixes
+/// inside (`2: [default5]:…`) or its agent's own reports (`2: … failed
+/// (exitcode: 1) local_rank: 5`, `2: Root Cause …`): under `srun
+/// --ntasks-per-node=1 torchrun …` each task is a host's agent, whose
+/// workers are the ranks.
+pub(super) fn labels_hold_workers(job: &Job) -> bool {
+    use crate::model::EventKind::{
+        ChildFailedField, ChildFailedRoot, ClosingSignal, ElasticAgent, WorkerFailed,
+    };
+    job.events.iter().any(|e| {
+        e.who.task.is_some()
+            && (e.who.local_rank.is_some()
+                || matches!(
+                    e.kind,
+                    WorkerFailed
+                        | ChildFailedRoot
+                        | ChildFailedField
+                        | ClosingSignal
+                        | ElasticAgent
+                ))
+    })
 }
 
 #[cfg(test)]
