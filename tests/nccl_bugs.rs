@@ -232,6 +232,38 @@ fn a_feature_seen_in_info_lines_is_part_of_the_signature() {
     assert!(nccl_bug(&doc).is_none(), "{:?}", kinds(&doc));
 }
 
+/// NCCL 2.26.2 on two hosts that both report NVLS available: only node2's
+/// ranks fail its set-up (a broken NVSwitch fabric there). The defect is
+/// placed on node2 and its ranks are the struck ones.
+#[test]
+fn a_defect_struck_on_one_host_of_several_is_placed_there_nccl_2_26() {
+    let mut files = Vec::new();
+    for (rank, host) in [(0u32, "node1"), (1, "node1"), (2, "node2"), (3, "node2")] {
+        let pid = 4100 + rank;
+        let mut lines = init(host, pid, rank, "2.26.2+cuda12.8");
+        let t = format!("{host}:{pid}:{}", pid + 60);
+        lines.push(format!(
+            "{t} [{rank}] NCCL INFO NVLS multicast support is available on dev {rank}"
+        ));
+        if host == "node2" {
+            lines.push(format!(
+                "{t} [{rank}] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'"
+            ));
+            lines.push(format!("{t} [{rank}] NCCL INFO transport/nvls.cc:409 -> 1"));
+        }
+        files.push((format!("nccl.{host}.{pid}"), lines));
+    }
+    let doc = analyze(owned_job(&files).path());
+    let bug = nccl_bug(&doc).unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(bug["host"], "node2", "{bug:#}");
+    assert_eq!(
+        doc["verdict"]["stuck_ranks"],
+        serde_json::json!([2, 3]),
+        "{:#}",
+        doc["verdict"]
+    );
+}
+
 /// Two ranks on two hosts with different NCCL_CROSS_NIC, both timing out in
 /// an all-reduce; optionally rank 1 dies of its own exception first.
 fn cross_nic_hang(version: &str, crash: bool) -> tempfile::TempDir {

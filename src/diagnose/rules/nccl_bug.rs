@@ -356,6 +356,38 @@ fn struck_on_several_hosts(job: &Job, best: &Found<'_>) -> bool {
     hosts.len() >= 2
 }
 
+/// The defect's symptom lines all printed on one host of a job of several,
+/// the others having set up alike: the defect struck there (NVLS refused on
+/// one host whose NVSwitch fabric is broken), and that host is where to
+/// look; its ranks that printed them are the struck ones.
+fn struck_on_one_host(job: &Job, best: &Found<'_>, h: &mut Hypothesis) {
+    let patterns: std::collections::BTreeSet<&str> = best
+        .cited
+        .iter()
+        .filter(|c| c.symptom)
+        .filter_map(|c| job.events.get(c.event?))
+        .map(|e| e.pattern)
+        .collect();
+    let struck: Vec<&crate::model::Event> = job
+        .events
+        .iter()
+        .filter(|e| patterns.contains(e.pattern))
+        .collect();
+    let hosts: std::collections::BTreeSet<String> = struck
+        .iter()
+        .filter_map(|e| job.host_of_event(e))
+        .map(crate::model::build::short_host_of)
+        .collect();
+    if hosts.len() != 1 || job.hosts_seen().len() < 2 {
+        return;
+    }
+    let host = hosts.into_iter().next();
+    if h.ranks.is_empty() {
+        h.ranks = struck.iter().filter_map(|e| e.who.rank).collect();
+    }
+    h.host = host;
+}
+
 fn hypothesis(job: &Job, best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     let bug = best.bug;
     let mut h = Hypothesis::new(CauseKind::NcclBug);
@@ -373,6 +405,8 @@ fn hypothesis(job: &Job, best: &Found<'_>, others: &[Found<'_>]) -> Hypothesis {
     // alike: no rank of it is the one the others waited for.
     if struck_on_several_hosts(job, best) {
         h.ranks.clear();
+    } else {
+        struck_on_one_host(job, best, &mut h);
     }
     let (scale, version) = match &best.dating {
         Dating::Printed(v) => (1.0, v.to_string()),
