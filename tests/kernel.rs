@@ -434,6 +434,25 @@ fn an_iommu_page_fault_on_rank_5s_gpu_is_its_iommu_set_up_linux_5_5_and_5_15() {
     }
 }
 
+/// An AMD-Vi page fault of every GPU of node002 (a re-image dropped
+/// `iommu=pt`, so peers' writes into each other's memory are translated):
+/// one fault of the host's IOMMU set-up, naming no single GPU, and every
+/// rank of those GPUs is stuck in the first intra-node transfer.
+#[test]
+fn iommu_page_faults_of_several_gpus_are_the_hosts_not_one_gpus_linux_5_15() {
+    let job = Job::new(&|_| Vec::new(), &[0, 1, 2, 3]);
+    let dmesg: String = ["18", "3b", "86", "af"]
+        .iter()
+        .map(|b| format!("[Fri Nov 29 12:29:40 2024] nvidia 0000:{b}:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0027 address=0x3ffe8000 flags=0x0020]\n"))
+        .collect();
+    job.write("node002/dmesg.txt", &dmesg);
+    let v = job.verdict();
+    assert_eq!(v["cause"]["kind"], "gpu_fault", "{v:#}");
+    assert_eq!(v["cause"]["host"], "node002", "{v:#}");
+    assert!(v["cause"]["gpu_bus_id"].is_null(), "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([4, 5, 6, 7]), "{v:#}");
+}
+
 /// trtllm#15610's and flashinfer#3869's shape (driver 580): app-class Xids
 /// (13, an out-of-bounds access; 31, an MMU fault at an illegal address) say
 /// the program faulted on a GPU that is fine: the crash of the rank on it,

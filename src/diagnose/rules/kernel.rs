@@ -207,7 +207,39 @@ impl Found {
         }
     }
 
-    fn finish(self) -> Vec<Hypothesis> {
+    /// IOMMU faults of several GPUs of one host are one fault of the host's
+    /// IOMMU set-up (translation on where peers write into each other's
+    /// memory), not of any one GPU: every rank on those GPUs is stuck.
+    fn host_wide_iommu(&mut self) {
+        let iommu = |k: &Key, p: &Pending| {
+            k.0 == CauseKind::GpuFault && p.variant.is_some_and(|(_, v)| v == "iommu")
+        };
+        let mut by_host: BTreeMap<Option<String>, Vec<Key>> = BTreeMap::new();
+        for (k, p) in &self.pending {
+            if iommu(k, p) && k.2.is_some() {
+                by_host.entry(k.1.clone()).or_default().push(k.clone());
+            }
+        }
+        for (host, keys) in by_host.into_iter().filter(|(_, k)| k.len() >= 2) {
+            let gpus = keys.len();
+            let mut whole = Pending::default();
+            for k in keys {
+                let Some(p) = self.pending.remove(&k) else {
+                    continue;
+                };
+                whole.supports.extend(p.supports);
+                whole.ranks.extend(p.ranks);
+                whole.variant = whole.variant.or(p.variant);
+            }
+            let weight = whole.supports.iter().map(|s| s.0).fold(0.0, f64::max);
+            whole.detail = Some((weight, format!("the IOMMU refused DMA of {gpus} GPUs")));
+            self.pending
+                .insert((CauseKind::GpuFault, host, None), whole);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Hypothesis> {
+        self.host_wide_iommu();
         self.pending
             .into_iter()
             .filter(|(_, p)| !p.supports.is_empty())
