@@ -26,8 +26,8 @@ mod common;
 const FLOORS: [(&str, usize); 5] = [
     ("status", 179),
     ("kind", 171),
-    ("stuck ranks", 168),
-    ("host", 171),
+    ("stuck ranks", 170),
+    ("host", 172),
     ("device", 181),
 ];
 
