@@ -914,7 +914,8 @@ fn addressless_timeouts_of_one_hosts_ranks_do_not_blame_that_host_nccl_2_19() {
 /// and 3 cannot reach 10.31.3.7 (`No route to host`, the ICMP a REJECT rule
 /// answers with), an address no NCCL line ties to a host. node003's journal
 /// logs its firewalld rule refusing those very connections: the firewall is
-/// node003's, and its ranks are the stuck ones.
+/// node003's, and its ranks are the stuck ones; without the journal, only
+/// elimination points there, and more weakly.
 #[test]
 fn the_hosts_firewall_log_of_the_refused_connects_names_it_nccl_2_20() {
     let job = |with_journal: bool| {
@@ -950,10 +951,14 @@ fn the_hosts_firewall_log_of_the_refused_connects_names_it_nccl_2_20() {
             .is_some_and(|e| e.iter().any(|e| e["file"] == "node003/journal.txt"))
     };
     assert!(cited(&doc), "{v:#}");
+    // Without the journal only elimination names node003 (the one host
+    // that neither dialled nor printed its address, the script's rank
+    // prints placing the others): a weaker reading, with no journal line.
     let without = job(false);
-    assert_ne!(
-        without["verdict"]["cause"]["host"], "node003",
-        "{:#}",
-        without["verdict"]
+    let w = &without["verdict"];
+    assert!(!cited(&without), "{w:#}");
+    assert!(
+        w["cause"]["confidence"].as_f64() < v["cause"]["confidence"].as_f64(),
+        "{w:#}"
     );
 }
