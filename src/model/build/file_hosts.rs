@@ -424,7 +424,9 @@ fn reported_hosts(job: &Job) -> FxHashSet<String> {
     hosts
 }
 
-fn reported_host(e: &crate::model::Event) -> Option<&str> {
+/// The host a launcher's report line names: srun's exit notice, or the
+/// `host :` field of torchrun's failure summary.
+pub(super) fn reported_host(e: &crate::model::Event) -> Option<&str> {
     match e.kind {
         EventKind::ChildFailedField if e.text_field("field") == Some("host") => {
             e.text_field("value")

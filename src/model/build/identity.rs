@@ -117,17 +117,13 @@ fn place_agent_tasks(job: &mut Job) {
     }
     let mut hosts: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     for e in &job.events {
-        let named = match e.kind {
+        let task = match e.kind {
             EventKind::TaskExited => e
                 .text_field("tasks")
-                .and_then(|t| t.trim().parse::<u32>().ok())
-                .zip(e.text_field("hosts").filter(|h| !h.contains(['[', ',']))),
-            EventKind::ChildFailedField if e.text_field("field") == Some("host") => {
-                e.who.task.zip(e.text_field("value"))
-            }
-            _ => None,
+                .and_then(|t| t.trim().parse::<u32>().ok()),
+            _ => e.who.task,
         };
-        if let Some((task, host)) = named {
+        if let Some((task, host)) = task.zip(super::file_hosts::reported_host(e)) {
             let host = crate::parse::kernel::short_host(host.as_bytes());
             hosts.entry(task).or_default().insert(host.to_string());
         }
