@@ -32,17 +32,17 @@ pub fn last_run_start(events: &[Event]) -> Option<usize> {
     // Each statement and the process that first made it.
     let mut started: BTreeMap<Start, Option<u32>> = BTreeMap::new();
     let mut repeating: BTreeSet<&'static str> = BTreeSet::new();
-    // The processes that wrote before the last ending line: a restarted
-    // worker is a new one.
-    let mut pids: BTreeSet<u32> = BTreeSet::new();
-    let mut pids_before_end: BTreeSet<u32> = BTreeSet::new();
+    // Where each process first wrote: one that wrote before the last
+    // ending line was running then, and a restarted worker is a new one.
+    let mut first_line: BTreeMap<u32, usize> = BTreeMap::new();
     let mut last_end: Option<usize> = None;
     let mut cut = None;
     for (i, e) in events.iter().enumerate() {
-        pids.extend(e.who.pid);
+        if let Some(pid) = e.who.pid {
+            first_line.entry(pid).or_insert(i);
+        }
         if ends_a_process(e) {
             last_end = Some(i);
-            pids_before_end.clone_from(&pids);
             continue;
         }
         let Some(start) = start_of(e).filter(|_| !repeating.contains(e.pattern)) else {
@@ -61,7 +61,7 @@ pub fn last_run_start(events: &[Event]) -> Option<usize> {
                 repeating.insert(e.pattern);
             }
             // A process that was running before the failure: the same run.
-            (Some(_), _, Some(pid)) if pids_before_end.contains(&pid) => {}
+            (Some(end), _, Some(pid)) if first_line.get(&pid).is_some_and(|&at| at <= end) => {}
             (Some(end), _, _) => {
                 cut = Some(end + 1);
                 started.clear();
