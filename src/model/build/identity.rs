@@ -97,7 +97,7 @@ impl AgentRanks {
             let world: usize = layout.iter().map(|(_, ranks)| ranks.len()).sum();
             out.world_size = out.world_size.max(u32::try_from(world).ok());
             for (host, ranks) in layout {
-                let host = Sym::new(&crate::parse::kernel::short_host(host.as_bytes()));
+                let host = Sym::new(super::short_host(host));
                 for (local, rank) in (0..).zip(ranks) {
                     out.by_local.entry((host.clone(), local)).or_insert(rank);
                 }
@@ -124,7 +124,7 @@ fn place_agent_tasks(job: &mut Job) {
             _ => e.who.task,
         };
         if let Some((task, host)) = task.zip(super::file_hosts::reported_host(e)) {
-            let host = crate::parse::kernel::short_host(host.as_bytes());
+            let host = super::short_host(host);
             hosts.entry(task).or_default().insert(host.to_string());
         }
     }
@@ -190,9 +190,9 @@ fn resolve_by_stated_rank(job: &mut Job) {
         let host = ev
             .text_field("host")
             .filter(|_| own_line && ev.who.host.is_none())
-            .map(|h| crate::parse::kernel::short_host(h.as_bytes()));
+            .map(|h| Sym::new(super::short_host(h)));
         if let Some(host) = host {
-            ev.who.host = Some(Sym::new(&host));
+            ev.who.host = Some(host);
         }
     }
 }
