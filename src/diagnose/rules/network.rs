@@ -150,7 +150,8 @@ fn completion_errors(ctx: &Ctx<'_>, hang: Option<&Hang>) -> Option<Hypothesis> {
             } else {
                 0.55
             };
-            if super::process::died_before_reports(ctx, &suspect, &reports) {
+            let crashes = super::process::culprit_deaths(ctx);
+            if super::process::died_before_reports(ctx, &crashes, &suspect, &reports) {
                 // Queue pairs to a process that is gone retry until they
                 // give up: the crash seen from outside, not a lossy wire.
                 weight *= 0.5;

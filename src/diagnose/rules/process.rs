@@ -102,6 +102,7 @@ fn ranks_with_watchdog_trouble(job: &Job) -> BTreeSet<u32> {
 
 pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     let crashes = culprit_deaths(ctx);
+    let reports = super::network::completion_reports(ctx);
     let earliest = crashes.first_time.values().flatten().min().copied();
     let mut out = Vec::new();
     for (rank, deaths) in &crashes.by_rank {
@@ -146,7 +147,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         {
             h.support.iter_mut().for_each(|s| s.weight *= 0.6);
         }
-        add_peer_reports(ctx, &mut h);
+        add_peer_reports(ctx, &crashes, &reports, &mut h);
         out.push(h);
     }
     if out.is_empty() {
@@ -358,18 +359,17 @@ fn best_reason(deaths: &[&Death]) -> String {
 /// stamped, else by their order in one console.
 pub(super) fn died_before_reports(
     ctx: &Ctx<'_>,
+    crashes: &CrashSummary<'_>,
     host: &str,
     reports: &[super::network::Report],
 ) -> bool {
-    let naming: Vec<EventIdx> = reports
+    let Some(first) = reports
         .iter()
-        .filter(|r| r.peer_host.as_deref() == Some(host))
+        .find(|r| r.peer_host.as_deref() == Some(host))
         .map(|r| r.idx)
-        .collect();
-    let Some(&first) = naming.first() else {
+    else {
         return false;
     };
-    let crashes = culprit_deaths(ctx);
     crashes.by_rank.iter().any(|(rank, deaths)| {
         let on_host = deaths
             .iter()
@@ -398,7 +398,12 @@ const MAX_PEER_REPORTS: usize = 5;
 
 /// Other ranks saying their connection to this host was closed or reset is
 /// what a crash looks like from the outside.
-fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+fn add_peer_reports(
+    ctx: &Ctx<'_>,
+    crashes: &CrashSummary<'_>,
+    reports: &[super::network::Report],
+    h: &mut Hypothesis,
+) {
     let Some(host) = h.host.clone() else { return };
     let mut added = 0;
     for (idx, ev) in ctx.job.events.iter().enumerate() {
@@ -422,8 +427,7 @@ fn add_peer_reports(ctx: &Ctx<'_>, h: &mut Hypothesis) {
             added += 1;
         }
     }
-    let reports = super::network::completion_reports(ctx);
-    if added < MAX_PEER_REPORTS && died_before_reports(ctx, &host, &reports) {
+    if added < MAX_PEER_REPORTS && died_before_reports(ctx, crashes, &host, reports) {
         let naming = reports
             .iter()
             .filter(|r| r.peer_host.as_deref() == Some(host.as_str()));
