@@ -89,6 +89,15 @@ impl NicUse {
                     .insert((short(p.host.as_deref()), nd.clone()), p.device.clone());
             }
         }
+        // A RoCE LAG's device sits on the bond; its members' counters are
+        // the device's.
+        for b in &job.bond_slaves {
+            let host = short(b.host.as_deref());
+            let Some(bond) = &b.bond else { continue };
+            if let Some(hca) = u.netdevs.get(&(host.clone(), bond.clone())).cloned() {
+                u.netdevs.entry((host, b.netdev.clone())).or_insert(hca);
+            }
+        }
         // The kernel log names a NIC's netdev and, read or inferred from
         // probe order, its RDMA device; the tables above win where they say.
         for (host, devices) in &job.kernel.hosts {
@@ -466,6 +475,38 @@ mod tests {
             .insert((Some("n1".into()), "eth7".into()), CounterSource::Ethtool);
         let u = NicUse::new(&job);
         assert_eq!(u.of(Some("n1"), "eth7"), Use::Unknown);
+    }
+
+    #[test]
+    fn a_bond_member_belongs_to_the_lag_device_on_its_bond() {
+        let mut job = quiet_job();
+        job.ports.push(PortSnapshot {
+            host: Some("n1".into()),
+            device: "mlx5_bond_1".into(),
+            port: Some(1),
+            netdev: Some("bond1".into()),
+            ..PortSnapshot::default()
+        });
+        let member = |bond: Option<&str>, netdev: &str| crate::model::BondSlave {
+            host: Some("n1".into()),
+            bond: bond.map(str::to_string),
+            netdev: netdev.into(),
+            up: Some(true),
+            speed_mbps: None,
+            link_failures: None,
+            origin: None,
+            line: None,
+        };
+        job.bond_slaves = vec![
+            member(Some("bond1"), "ens4f0np0"),
+            member(Some("bond1"), "ens4f1np1"),
+            member(None, "ens5f0np0"),
+        ];
+        let u = NicUse::new(&job);
+        assert_eq!(u.hca_of(Some("n1"), "ens4f0np0"), "mlx5_bond_1");
+        assert_eq!(u.hca_of(Some("n1"), "ens4f1np1"), "mlx5_bond_1");
+        assert_eq!(u.hca_of(Some("n1"), "ens5f0np0"), "ens5f0np0");
+        assert_eq!(u.hca_of(Some("n2"), "ens4f0np0"), "ens4f0np0");
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub enum TableKind {
     NvidiaSmi,
     /// lldpd's `lldpcli show neighbors` (plain, `-f keyvalue` or `-f json`).
     Lldp,
+    /// The bonding driver's `/proc/net/bonding/<bond>`.
+    Bonding,
     /// PyTorch Flight Recorder dump (pickle, the default).
     FlightRecorderPickle,
     /// Flight Recorder dump in its JSON form.
@@ -64,7 +66,7 @@ pub enum TableKind {
 
 impl TableKind {
     /// The text tables (every kind but the Flight Recorder dumps).
-    pub const TEXT: [TableKind; 12] = [
+    pub const TEXT: [TableKind; 13] = [
         TableKind::SysfsCounters,
         TableKind::Perfquery,
         TableKind::EthtoolStats,
@@ -77,6 +79,7 @@ impl TableKind {
         TableKind::Ibdev2netdev,
         TableKind::NvidiaSmi,
         TableKind::Lldp,
+        TableKind::Bonding,
     ];
 }
 

@@ -178,6 +178,7 @@ fn with_header(lines: &[Cow<'_, str>]) -> Option<TableKind> {
         TableKind::RdmaStatistic,
         TableKind::NvidiaSmi,
         TableKind::Lldp,
+        TableKind::Bonding,
     ];
     KINDS.iter().copied().find(|&kind| {
         let header = lines
@@ -273,6 +274,9 @@ fn is_header(kind: TableKind, line: &str) -> bool {
             t.contains("==NVSMI LOG==") || t.starts_with("| NVIDIA-SMI ") && t.ends_with('|')
         }
         TableKind::Lldp => t == "LLDP neighbors:" || is_lldp_keyvalue(t),
+        TableKind::Bonding => {
+            t.starts_with("Ethernet Channel Bonding Driver:") || t.starts_with("Bonding Mode:")
+        }
         _ => false,
     }
 }
@@ -322,6 +326,10 @@ fn fits(kind: TableKind, line: &str) -> bool {
         // Rules of dashes, `Key: value` lines and the section titles
         // (`Chassis:`), or `lldp.<if>.<key>=value`.
         TableKind::Lldp => t.bytes().all(|b| b == b'-') || t.contains(':') || is_lldp_keyvalue(t),
+        // `Key: value` lines, `802.3ad info`, and lines naming the file.
+        TableKind::Bonding => {
+            t.contains(':') || t == "802.3ad info" || t.contains("/proc/net/bonding/")
+        }
         _ => false,
     }
 }

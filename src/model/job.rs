@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::kernel::KernelMap;
 use super::{
-    CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry, GpuSnapshot,
-    LinkNeighbor, PortSnapshot, RawTime, StackDump,
+    BondSlave, CounterDelta, CounterSource, Event, EventKind, FileId, FlightDump, GidEntry,
+    GpuSnapshot, LinkNeighbor, PortSnapshot, RawTime, StackDump,
 };
 
 /// Index into `Job::events`.
@@ -261,6 +261,8 @@ pub struct Job {
     pub gpus: Vec<GpuSnapshot>,
     /// The switches at the far end of hosts' cables (LLDP).
     pub neighbors: Vec<LinkNeighbor>,
+    /// Member ports of Linux bonds (`/proc/net/bonding`).
+    pub bond_slaves: Vec<BondSlave>,
     /// Stack dumps of the job's processes, in file order.
     pub stacks: Vec<StackDump>,
     /// Kernel logs: device names per host, and each kernel event's place.

@@ -27,8 +27,8 @@ pub use rank_ranges::rank_ranges;
 pub use stacks::{StackDump, StackFormat, StackThread};
 pub use sym::Sym;
 pub use sys::{
-    CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry, FlightPgConfig,
-    FlightPgStatus, GidEntry, GpuFinding, GpuSnapshot, LinkNeighbor, Phase, PortSnapshot,
-    SourceLine, SysRecord, SysTables,
+    BondSlave, CounterDelta, CounterReading, CounterSource, FlightDump, FlightEntry,
+    FlightPgConfig, FlightPgStatus, GidEntry, GpuFinding, GpuSnapshot, LinkNeighbor, Phase,
+    PortSnapshot, SourceLine, SysRecord, SysTables,
 };
 pub use time::RawTime;

@@ -263,6 +263,28 @@ pub struct LinkNeighbor {
     pub line: Option<SourceLine>,
 }
 
+/// One member port of a Linux bond, as `/proc/net/bonding/<bond>` shows
+/// it. A RoCE LAG's RDMA device (`mlx5_bond_0`) sits on the bond (`bond0`),
+/// while `ethtool -S` counts each member netdev: the bond ties them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BondSlave {
+    pub host: Option<String>,
+    /// The bond's netdev (`bond0`), where the capture names it.
+    pub bond: Option<String>,
+    /// The member's netdev (`ens1f0np0`).
+    pub netdev: String,
+    /// The member's own `MII Status:` (carrier): `false` is a member down.
+    pub up: Option<bool>,
+    pub speed_mbps: Option<u64>,
+    /// `Link Failure Count:` since the bond was made.
+    pub link_failures: Option<u64>,
+    #[serde(skip)]
+    pub origin: Option<Origin>,
+    /// The member's `Slave Interface:` line, for citation.
+    #[serde(skip)]
+    pub line: Option<SourceLine>,
+}
+
 /// One entry of a Flight Recorder dump.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FlightEntry {
@@ -351,6 +373,7 @@ pub enum SysRecord {
     Flight(Box<FlightDump>),
     Gpu(Box<GpuSnapshot>),
     Neighbor(Box<LinkNeighbor>),
+    BondSlave(Box<BondSlave>),
 }
 
 /// The table records of a whole job, by kind, as parsed files are merged.
@@ -362,6 +385,7 @@ pub struct SysTables {
     pub flight: Vec<FlightDump>,
     pub gpus: Vec<GpuSnapshot>,
     pub neighbors: Vec<LinkNeighbor>,
+    pub bond_slaves: Vec<BondSlave>,
 }
 
 impl SysTables {
@@ -373,6 +397,7 @@ impl SysTables {
             SysRecord::Flight(f) => self.flight.push(*f),
             SysRecord::Gpu(g) => self.gpus.push(*g),
             SysRecord::Neighbor(n) => self.neighbors.push(*n),
+            SysRecord::BondSlave(b) => self.bond_slaves.push(*b),
         }
     }
 
@@ -383,6 +408,7 @@ impl SysTables {
             && self.flight.is_empty()
             && self.gpus.is_empty()
             && self.neighbors.is_empty()
+            && self.bond_slaves.is_empty()
     }
 }
 
@@ -400,6 +426,12 @@ impl SysRecord {
             SysRecord::Neighbor(n) => {
                 set_file(&mut n.origin, id);
                 if let Some(line) = &mut n.line {
+                    line.origin.file = id;
+                }
+            }
+            SysRecord::BondSlave(b) => {
+                set_file(&mut b.origin, id);
+                if let Some(line) = &mut b.line {
                     line.origin.file = id;
                 }
             }

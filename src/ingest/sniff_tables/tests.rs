@@ -71,6 +71,14 @@ fn other_shapes_of_the_same_tools() {
             Lldp,
         ),
         (
+            "Ethernet Channel Bonding Driver: v5.15.0-91-generic\n\nBonding Mode: IEEE 802.3ad Dynamic link aggregation\nMII Status: up\n\n802.3ad info\nLACP rate: fast\n\nSlave Interface: ens1f0np0\nMII Status: up\nLink Failure Count: 0\n",
+            Bonding,
+        ),
+        (
+            "== /proc/net/bonding/bond0\nBonding Mode: fault-tolerance (active-backup)\nPrimary Slave: None\nCurrently Active Slave: ens1f0np0\nMII Status: up\n\nSlave Interface: ens1f0np0\nMII Status: up\n",
+            Bonding,
+        ),
+        (
             "0000:3b:00.1 mlx5_1 (MT4123 - MCX653106A-HDAT) ConnectX-6 VPI adapter card fw 20.31.1014 port 1 (ACTIVE) ==> ib1 (Up)\n",
             Ibdev2netdev,
         ),

@@ -31,7 +31,7 @@ static PCI_NAME: LazyLock<Regex> = LazyLock::new(|| {
 /// mlx5 / mlx4 RDMA device names numbered in probe order.
 static MLX_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^mlx[45]_(?P<n>\d+)$").unwrap());
 
-const NIC_DRIVERS: &[&str] = &["mlx5_core", "mlx5_ib", "mlx4_core", "mlx4_en"];
+const NIC_DRIVERS: &[&str] = &["mlx5_core", "mlx5_ib", "mlx4_core", "mlx4_en", "efa"];
 
 pub fn collect(job: &mut Job) {
     attach_continuations(job);

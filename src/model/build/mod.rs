@@ -49,6 +49,7 @@ pub fn build(
     job.flight = tables.flight;
     job.gpus = tables.gpus;
     job.neighbors = tables.neighbors;
+    job.bond_slaves = tables.bond_slaves;
     flight::synthesize(&mut job);
     file_hosts::adopt_logs(&mut job);
     task_files::assign_ranks(&mut job);

@@ -5,6 +5,7 @@
 //! the line each value came from, and counts what it could not read instead
 //! of failing: junk never panics.
 
+mod bonding;
 mod common;
 mod ethtool;
 mod ibdev2netdev;
@@ -81,6 +82,7 @@ fn parse_kind(kind: TableKind, ctx: &TableCtx, lines: &[common::Line<'_>]) -> Ta
         TableKind::Ibdev2netdev => ibdev2netdev::parse,
         TableKind::NvidiaSmi => nvidia_smi::parse,
         TableKind::Lldp => lldp::parse,
+        TableKind::Bonding => bonding::parse,
         TableKind::FlightRecorderPickle | TableKind::FlightRecorderJson => {
             return TableParse::default();
         }

@@ -64,6 +64,8 @@ fn health_weight(ev: &Event) -> Option<(f64, String)> {
             format!("fatal error {} detected", ev.int("sensor").unwrap_or(0)),
         ),
         "health_compromised" => (0.8, "firmware heartbeat stopped".into()),
+        "admin_timeout" => (0.7, "the device stopped completing admin commands".into()),
+        "admin_closed" => (0.8, "admin queue closed, the device is lost".into()),
         "recovery" if step.contains("failed") || step.contains("error state") => {
             (0.8, format!("health recovery: {step}"))
         }
