@@ -14,6 +14,9 @@
 //! Before the ring, every rank sends its addresses to the root (all
 //! releases): where the root's host cannot be reached, every rank on every
 //! other host fails that connect, and its own host's ranks fail none.
+//! Where the ranks of one host alone fail it while the ranks of other hosts
+//! reached the root, that host is the one cut off (its outbound traffic, or
+//! a security group its peers do not admit).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +39,9 @@ pub(super) enum Dialled {
     RingNext,
     /// The root, a thread of rank 0's process.
     Root,
+    /// The root, which the ranks of other hosts reached: the dialling
+    /// host is the one cut off.
+    RootFromOddHost,
 }
 
 /// Peer address → whom the failed connects to it dialled, where they are
@@ -63,6 +69,12 @@ pub(super) fn ring_next_hosts<'a>(
             .iter()
             .filter_map(|&rank| next_elsewhere(job, rank))
             .collect();
+        // A give-up of a rank whose ring successor shares its host is no
+        // ring connect (those do not fail within a host): the root's.
+        if peer == NO_ADDRESS && dialled_by.iter().any(|&r| next_on_own_host(job, r)) {
+            out.extend(root_dialled(job, &events, &dialled_by).map(|n| (peer, n)));
+            continue;
+        }
         let hosts: Vec<Option<&str>> = nexts
             .values()
             .copied()
@@ -108,12 +120,37 @@ fn root_dialled(job: &Job, events: &[&Event], dialled_by: &BTreeSet<u32>) -> Opt
         }
         dialling_hosts.insert(host);
     }
-    (dialling_hosts.len() >= 2).then(|| RingNext {
+    if dialling_hosts.len() >= 2 {
+        return Some(RingNext {
+            rank: 0,
+            whom: Dialled::Root,
+            host: Some(root_host.to_string()),
+            dialled_by: dialled_by.clone(),
+        });
+    }
+    // One host failed it; a third host's ranks, placed and silent, got
+    // through: the root was reachable.
+    let odd = dialling_hosts.into_iter().next()?;
+    let others_reached = job
+        .ranks
+        .keys()
+        .filter_map(|&r| job.short_host_of_rank(r))
+        .any(|h| h != root_host && h != odd);
+    others_reached.then(|| RingNext {
         rank: 0,
-        whom: Dialled::Root,
-        host: Some(root_host.to_string()),
+        whom: Dialled::RootFromOddHost,
+        host: Some(odd.to_string()),
         dialled_by: dialled_by.clone(),
     })
+}
+
+/// `rank`'s ring successor is placed on `rank`'s own host.
+fn next_on_own_host(job: &Job, rank: u32) -> bool {
+    let Some(next) = next_rank(job, rank) else {
+        return false;
+    };
+    let mine = job.short_host_of_rank(rank);
+    mine.is_some() && mine == job.short_host_of_rank(next)
 }
 
 /// The ring's next rank after `rank` with its host, unless that host is
@@ -311,6 +348,28 @@ mod tests {
             dialled_by: [2, 3, 4, 5].into(),
         };
         assert_eq!(ring_next_hosts(&job, &idx).get(NO_ADDRESS), Some(&want));
+    }
+
+    #[test]
+    fn one_hosts_give_ups_while_a_third_host_got_through_cut_off_that_host_nccl_2_20() {
+        // Ranks 2 and 3 (host b) give up; their ring successors 3 and 4
+        // include one on their own host, so these are root connects; host
+        // c's ranks reached the root.
+        let (mut job, idx) =
+            three_hosts((2..4).map(|r| addressless(r, 100 + r, 100 + r)).collect());
+        job.world_size = Some(6);
+        let want = RingNext {
+            rank: 0,
+            whom: Dialled::RootFromOddHost,
+            host: Some("b".into()),
+            dialled_by: [2, 3].into(),
+        };
+        assert_eq!(ring_next_hosts(&job, &idx).get(NO_ADDRESS), Some(&want));
+        // Two hosts only: either end may be the one cut off.
+        let mut job = Job::with_ranks_on(&[(0, "a"), (1, "a"), (2, "b"), (3, "b")]);
+        job.events = (2..4).map(|r| addressless(r, 100 + r, 100 + r)).collect();
+        job.world_size = Some(4);
+        assert!(ring_next_hosts(&job, &[0, 1]).is_empty());
     }
 
     #[test]

@@ -82,8 +82,13 @@ pub(super) fn place(ctx: &Ctx<'_>, connect_errors: &[EventIdx], leads: &mut Lead
             .or_else(|| c.peer.clone().filter(|p| is_ip(p) && c.local_net.is_none()));
         let why = why(&c, target.as_deref().zip(by_ring));
         let (fw, ifc) = weights(job, &c);
+        let cut_off = by_ring.is_some_and(|n| n.whom == Dialled::RootFromOddHost);
         for (h, w) in [(&mut leads.fw, fw), (&mut leads.iface, ifc)] {
             blame(h, &c, target.as_ref());
+            if cut_off {
+                h.peer_host = job.short_host_of_rank(0).map(str::to_string);
+                h.value("variant", "cut_off_host");
+            }
             h.support(Source::Nccl, w, Some(idx), why.clone());
         }
         keep_details(leads, &c);
@@ -190,6 +195,9 @@ fn why(c: &Connect<'_>, by_bootstrap: Option<(&str, &RingNext)>) -> String {
         ),
         Dialled::Root => format!(
             "; before any communicator came up, every rank dials NCCL's bootstrap root in rank 0's process, on {t}: ranks on other hosts failed that connect, none on {t} did"
+        ),
+        Dialled::RootFromOddHost => format!(
+            "; before any communicator came up, every rank dials NCCL's bootstrap root in rank 0's process: the ranks of other hosts reached it, only {t}'s failed"
         ),
     });
     why
