@@ -301,6 +301,9 @@ event_kinds! {
     /// through, as a library warned (RCCL's `Missing "iommu=pt" from kernel
     /// command line`): peer-to-peer DMA between its GPUs goes through it.
     IommuTranslating => "iommu_translating",
+    /// The kernel's IOMMU default domain at boot (`iommu: Default domain
+    /// type: Translated`): `mode` Translated or Passthrough.
+    IommuMode => "iommu_mode",
     /// How big a host's /dev/shm is, as a tool reported it (`df`, Ray's
     /// start-up warning): `bytes`.
     ShmSize => "shm_size",

@@ -21,6 +21,7 @@ use crate::timeline::uptime_us;
 use super::Ctx;
 
 mod devices;
+mod iommu_modes;
 mod links;
 mod program;
 
@@ -59,6 +60,7 @@ pub fn hypotheses(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
     corrected_aer_bursts(ctx, &gpus, window, &mut found);
     gpu_message_heads(ctx, &mut found);
     let mut out = found.finish();
+    iommu_modes::modes_differ(ctx.job, &mut out);
     out.extend(program::program_faults(ctx, window));
     out
 }
