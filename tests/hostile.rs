@@ -231,6 +231,31 @@ fn a_file_that_changes_while_read_is_used_and_reported() {
     }
 }
 
+/// A JSON-lines export is read as the text its entries hold, fewer bytes
+/// than the file: that is no change under the reader.
+#[test]
+fn a_json_lines_log_read_whole_is_not_reported_as_changed() {
+    use ncclpm::grammar::Grammar;
+    use ncclpm::parse::archive::{Limits, Parsed, parse_input};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("export.jsonl");
+    let entry = |msg: &str| {
+        format!(
+            "{{\"timestamp\": \"2025-03-11T01:55:03Z\", \"kubernetes\": {{\"pod_name\": \"w-0\"}}, \"message\": {}}}\n",
+            serde_json::to_string(msg).unwrap()
+        )
+    };
+    std::fs::write(&path, entry(WARN) + &entry(WARN)).unwrap();
+    let listed = ncclpm::ingest::discover(tmp.path()).unwrap().files;
+    let grammar = Grammar::builtin().unwrap();
+    let Parsed::File(p) = parse_input(&listed[0], &grammar, Limits::default()) else {
+        panic!("a plain file");
+    };
+    assert_eq!(p.partial, None);
+    assert_eq!(p.events.len(), 2);
+}
+
 /// A file the analyzer may not read (mode 000) is skipped with the reason;
 /// the rest is analysed. Root reads everything, so as root the analyzer
 /// runs as `nobody` (setpriv) to meet the permission check.

@@ -19,7 +19,7 @@ pub mod verdict;
 use std::collections::BTreeSet;
 
 use crate::grammar::knowledge::Knowledge;
-use crate::model::{self, EventKind, Job};
+use crate::model::{self, CauseKind, EventKind, Job};
 use crate::timeline::Timeline;
 
 pub use counter_review::CounterRow;
@@ -72,6 +72,12 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
         {
             choice.best.ranks = stuck_ranks.iter().copied().collect();
         }
+    }
+    // What a healthy job's logs still showed (a port down that the job did
+    // not use) stays in the report, below a verdict that blames nothing.
+    if healthy && choice.best.kind != CauseKind::Unknown {
+        let finding = choice.best.clone();
+        choice.alternatives.insert(0, finding);
     }
     let named = collective::named(&ctx, hang.as_ref()).filter(|_| !healthy);
     let collective_cited = named.as_ref().and_then(|n| n.cited);

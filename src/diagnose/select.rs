@@ -355,6 +355,11 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && only_the_cancels_doing(ctx, &choice.best) {
         return Status::Healthy;
     }
+    // A fault of a NIC the job's ranks do not use (a management port) in a
+    // job that finished: it could not have slowed the job.
+    if !failed && completion_seen(ctx) && on_a_nic_the_job_does_not_use(ctx, &choice.best) {
+        return Status::Healthy;
+    }
     // A suspect found only in counters, snapshots or the kernel log, while the
     // job itself shows no failure: the fabric is degraded, the job did not fail.
     if !failed {
@@ -721,6 +726,15 @@ fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
     if e.kind == EventKind::IbAsyncEvent && e.text_field("housekeeping").is_some() {
         return false;
     }
+    // An address added to a RoCE netdev rewrites its GID table: it breaks
+    // queue pairs only where verbs calls then fail (rules/network.rs), and
+    // those failures are the failure sign.
+    if e.kind == EventKind::IbAsyncEvent
+        && e.text_field("event")
+            .is_some_and(|w| w.eq_ignore_ascii_case("GID table change"))
+    {
+        return false;
+    }
     matches!(
         e.kind,
         EventKind::IbCompletionError
@@ -814,6 +828,14 @@ fn completion_seen(ctx: &Ctx<'_>) -> bool {
             // came up, and (the caller checked) nothing failed after.
             || (e.kind == EventKind::NcclVersion && !info_logged)
     })
+}
+
+fn on_a_nic_the_job_does_not_use(ctx: &Ctx<'_>, h: &Hypothesis) -> bool {
+    let Some(device) = h.device.as_deref() else {
+        return false;
+    };
+    let usage = super::nic_use::NicUse::new(ctx.job);
+    usage.of(h.host.as_deref(), device) == super::nic_use::Use::Unused
 }
 
 /// A block of PyTorch's Flight Recorder analysis: a collective it found

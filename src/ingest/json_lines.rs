@@ -90,9 +90,9 @@ impl<R: Read> JsonLogReader<R> {
         let entry = serde_json::from_slice::<Value>(self.line.trim_ascii()).ok();
         match entry
             .as_ref()
-            .and_then(|v| Some((message_of(v)?, time_of(v))))
+            .and_then(|v| Some((message_of(v)?, time_of(v), is_docker_entry(v))))
         {
-            Some((text, time)) => self.push_text(text, time),
+            Some((text, time, docker)) => self.push_text(text, time, docker),
             // Not an entry (a line the shipper wrote as is): kept as is.
             None => {
                 if !self.at_line_start {
@@ -111,7 +111,7 @@ impl<R: Read> JsonLogReader<R> {
     /// Docker splits a long printed line over entries whose text does not
     /// end in a newline: they are joined, and only a line's first part is
     /// led by a time.
-    fn push_text(&mut self, text: &str, time: Option<&str>) {
+    fn push_text(&mut self, text: &str, time: Option<&str>, docker: bool) {
         for piece in text.split_inclusive('\n') {
             if self.at_line_start
                 && let Some(t) = time
@@ -124,17 +124,19 @@ impl<R: Read> JsonLogReader<R> {
         }
         // An entry that is a whole line without its newline (loggers other
         // than Docker's print none): ended here.
-        if !self.at_line_start && !text.is_empty() && !is_docker_split(&self.line) {
+        if !self.at_line_start && !text.is_empty() && !docker {
             self.out.push(b'\n');
             self.at_line_start = true;
         }
     }
 }
 
-/// Docker's own entries carry `"stream"`; only they continue a line over
-/// entries.
-fn is_docker_split(raw: &[u8]) -> bool {
-    raw.windows(9).any(|w| w == b"\"stream\":")
+/// Docker's json-file entries (`log` beside `stream`) are the only ones
+/// that continue a line over entries; shippers that keep a `stream` field
+/// (Vector's and Fluent Bit's Kubernetes sources) hold a whole line in
+/// `message`.
+fn is_docker_entry(v: &Value) -> bool {
+    v.get("log").is_some_and(Value::is_string) && v.get("stream").is_some()
 }
 
 impl<R: Read> Read for JsonLogReader<R> {
@@ -189,6 +191,17 @@ mod tests {
         assert_eq!(
             decode(log),
             "2024-02-13T22:19:07Z Shard failed:\n2024-02-13T22:19:07Z [E ProcessGroupNCCL.cpp:475] timeout\n"
+        );
+    }
+
+    #[test]
+    fn a_shippers_entries_with_a_stream_field_are_whole_lines_vector_0_3x() {
+        let log = "{\"timestamp\": \"2025-03-11T01:55:03.2Z\", \"kubernetes\": {\"pod_name\": \"w-0\"}, \"stream\": \"stdout\", \"message\": \"first\"}\n\
+{\"timestamp\": \"2025-03-11T01:55:04Z\", \"stream\": \"stdout\", \"message\": \"second\"}\n";
+        assert!(is_json_log(log.as_bytes()));
+        assert_eq!(
+            decode(log),
+            "2025-03-11T01:55:03.2Z first\n2025-03-11T01:55:04Z second\n"
         );
     }
 
