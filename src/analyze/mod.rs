@@ -174,7 +174,15 @@ impl Collected {
         for (input, p) in inputs.iter().zip(parsed) {
             match p {
                 Parsed::File(parse) => self.add(input, parse),
-                Parsed::Archive { members, skipped } => {
+                Parsed::Archive {
+                    mut members,
+                    skipped,
+                } => {
+                    // In path order, as a folder's files are: an archive
+                    // of a folder reads as the folder does, whatever order
+                    // its writer stored the members in.
+                    members
+                        .sort_by(|a, b| a.file.display.split('/').cmp(b.file.display.split('/')));
                     for m in members {
                         self.add(&m.file, m.parse);
                     }

@@ -1134,6 +1134,17 @@ mod tests {
     }
 
     #[test]
+    fn an_async_gid_table_change_alone_is_no_failure_nccl_2_21() {
+        let async_event = |what: &str| {
+            let mut f = crate::model::Fields::default();
+            f.insert("event", crate::model::Value::Text(what.into()));
+            crate::model::Event::with_fields(EventKind::IbAsyncEvent, f)
+        };
+        assert!(!is_failure(&async_event("GID table change"), false));
+        assert!(is_failure(&async_event("local catastrophic error"), false));
+    }
+
+    #[test]
     fn a_port_known_by_its_lid_joins_the_one_named_port_of_its_host() {
         let merged = merge(
             &Job::default(),

@@ -232,6 +232,18 @@ pub(super) fn fabric_link_layer(ctx: &Ctx<'_>) -> Option<String> {
 
 /// All ranks of the hypothesis's host join its ranks.
 fn add_host_ranks(ctx: &Ctx<'_>, h: &mut Hypothesis) {
+    // The first line read may carry only its rank (a launcher's copy of
+    // the error): the ranks' one host is the place.
+    if h.host.is_none() {
+        let hosts: BTreeSet<&str> = h
+            .ranks
+            .iter()
+            .filter_map(|&r| ctx.job.short_host_of_rank(r))
+            .collect();
+        if let [host] = hosts.into_iter().collect::<Vec<_>>()[..] {
+            h.host = Some(host.to_string());
+        }
+    }
     if let Some(info) = h.host.as_deref().and_then(|host| ctx.job.hosts.get(host)) {
         h.ranks.extend(info.ranks.iter().copied());
     }
