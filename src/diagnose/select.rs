@@ -171,6 +171,13 @@ pub fn explain(
     hyps
 }
 
+/// The weight a cause's strongest line must have to explain others.
+const MIN_EXPLAINER_WEIGHT: f64 = 0.1;
+
+fn strongest_support(h: &Hypothesis) -> f64 {
+    h.support.iter().map(|s| s.weight).fold(0.0, f64::max)
+}
+
 /// The hypothesis of kind `cause` about the place `h` names. A port known
 /// only by its LID is, as in `merge`, the one port of that host the other
 /// side names, when it names one: the explained symptom's LID is the one
@@ -178,7 +185,13 @@ pub fn explain(
 /// without an ibstat) is the one named port whose symptom it explains,
 /// where the cause names no other port on that host.
 fn explainer(hyps: &[Hypothesis], cause: CauseKind, h: &Hypothesis) -> Option<usize> {
-    let of_cause = || hyps.iter().enumerate().filter(|(_, o)| o.kind == cause);
+    // A cause too faint to stand (a NIC reset days before the job) does
+    // not take over the symptoms of the job's own time.
+    let of_cause = || {
+        hyps.iter()
+            .enumerate()
+            .filter(|(_, o)| o.kind == cause && strongest_support(o) >= MIN_EXPLAINER_WEIGHT)
+    };
     if let Some((i, _)) = of_cause().find(|(_, o)| same_place(o, h)) {
         return Some(i);
     }

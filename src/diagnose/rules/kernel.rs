@@ -334,7 +334,10 @@ fn time_factor(ctx: &Ctx<'_>, window: Window, idx: EventIdx) -> f64 {
         m if m <= 10 => 1.0,
         m if m <= 60 => 0.7,
         m if m <= 360 => 0.45,
-        _ => 0.25,
+        m if m <= 1440 => 0.25,
+        // Days away: a fault the host recovered from (or had yet to meet),
+        // a clue to the host's history at most.
+        _ => 0.1,
     }
 }
 
