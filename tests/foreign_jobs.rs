@@ -28,7 +28,7 @@ mod common;
 const FLOORS: [(&str, usize); 5] = [
     ("status", 224),
     ("kind", 216),
-    ("stuck ranks", 209),
+    ("stuck ranks", 210),
     ("host", 221),
     ("device", 229),
 ];

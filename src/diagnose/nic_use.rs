@@ -276,7 +276,15 @@ fn likely_users(
             continue;
         };
         let seen = processes.get(host).map_or(0, |p| p.len() as u32);
-        if hcas.len() != slots_per_host(ranks, even.max(seen)) {
+        let slots = slots_per_host(ranks, even.max(seen));
+        let alike;
+        let hcas = if hcas.len() > slots {
+            alike = alike_hcas(job, host, hcas);
+            &alike
+        } else {
+            hcas
+        };
+        if hcas.len() != slots {
             continue;
         }
         let mut by_hca: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
@@ -289,6 +297,36 @@ fn likely_users(
         out.insert(host.clone(), by_hca);
     }
     out
+}
+
+/// A host's HCAs of the model most of them are (link layer and rate, as a
+/// snapshot shows them): the GPUs' NICs are alike, while a storage or
+/// management NIC beside them is another (a 100 Gb/s Ethernet port among
+/// 400 Gb/s InfiniBand ones). Empty where any HCA has no snapshot.
+fn alike_hcas(job: &Job, host: &str, hcas: &[String]) -> Vec<String> {
+    let model = |hca: &str| {
+        job.ports
+            .iter()
+            .find(|p| {
+                p.device == hca && p.host.as_deref().map(short_host_of).as_deref() == Some(host)
+            })
+            .map(|p| (p.link_layer.clone(), p.rate_gbps.map(|r| r.round() as i64)))
+    };
+    let Some(models) = hcas.iter().map(|h| model(h)).collect::<Option<Vec<_>>>() else {
+        return Vec::new();
+    };
+    let mut counts: BTreeMap<&(Option<String>, Option<i64>), usize> = BTreeMap::new();
+    for m in &models {
+        *counts.entry(m).or_default() += 1;
+    }
+    let Some((&common, _)) = counts.iter().max_by_key(|(_, n)| **n) else {
+        return Vec::new();
+    };
+    hcas.iter()
+        .zip(&models)
+        .filter(|(_, m)| *m == common)
+        .map(|(h, _)| h.clone())
+        .collect()
 }
 
 /// GPU slots on one host: its ranks, or the world spread evenly over the
@@ -507,6 +545,31 @@ mod tests {
         assert_eq!(u.hca_of(Some("n1"), "ens4f1np1"), "mlx5_bond_1");
         assert_eq!(u.hca_of(Some("n1"), "ens5f0np0"), "ens5f0np0");
         assert_eq!(u.hca_of(Some("n2"), "ens4f0np0"), "ens4f0np0");
+    }
+
+    #[test]
+    fn a_storage_nic_of_another_model_is_left_out_of_the_guess_ibstat() {
+        let mut job = quiet_job();
+        for p in &mut job.ports {
+            p.link_layer = Some("InfiniBand".into());
+            p.rate_gbps = Some(400.0);
+        }
+        job.ports.push(PortSnapshot {
+            host: Some("n2".into()),
+            device: "mlx5_4".into(),
+            port: Some(1),
+            link_layer: Some("Ethernet".into()),
+            rate_gbps: Some(100.0),
+            ..PortSnapshot::default()
+        });
+        let u = NicUse::new(&job);
+        assert_eq!(u.of(Some("n2"), "mlx5_1"), Use::Likely(BTreeSet::from([5])));
+        assert_eq!(u.of(Some("n2"), "mlx5_4"), Use::Unknown);
+        // Alike, five HCAs for four slots say nothing.
+        job.ports.last_mut().unwrap().link_layer = Some("InfiniBand".into());
+        job.ports.last_mut().unwrap().rate_gbps = Some(400.0);
+        let u = NicUse::new(&job);
+        assert_eq!(u.of(Some("n2"), "mlx5_1"), Use::Unknown);
     }
 
     #[test]

@@ -248,7 +248,12 @@ fn same_cause_on_host(a: &Hypothesis, b: &Hypothesis) -> bool {
 /// Folds `h` into `o`: support adds up; the more precise place and the
 /// narrower set of culprit ranks win.
 fn absorb(o: &mut Hypothesis, h: Hypothesis) {
-    if o.ranks.is_empty() {
+    let host_wide = |x: &Hypothesis| x.values.get("scope").is_some_and(|s| s == "host");
+    if host_wide(&h) || host_wide(o) {
+        // A fault of the whole host (no IB port of it Active) holds every
+        // rank there, whichever port's finding it joins.
+        o.ranks.extend(h.ranks.iter().copied());
+    } else if o.ranks.is_empty() {
         o.ranks = h.ranks.clone();
         for (k, v) in &h.values {
             o.values.insert(k, v.clone());

@@ -425,14 +425,17 @@ pub(super) mod tests {
                 xid(79, &[], at(29, 14)),
                 xid(79, &[], at(26, 12)),
                 xid(79, &[], RawTime::Uptime { micros: 5 }),
+                xid(79, &[], at(28, 20)),
             ],
             ..Job::default()
         };
         let f: Vec<f64> = Ctx::over(&job, |ctx| {
             let w = job_window(ctx);
-            (1..5).map(|i| time_factor(ctx, w, i)).collect()
+            (1..6).map(|i| time_factor(ctx, w, i)).collect()
         });
-        assert_eq!(f, [1.0, 0.45, 0.25, 1.0]);
+        // Two hours after: 0.45; three days before: 0.1; no wall time:
+        // 1; sixteen hours before: 0.25.
+        assert_eq!(f, [1.0, 0.45, 0.1, 1.0, 0.25]);
     }
     #[test]
     fn an_ethernet_port_beside_infiniband_hcas_is_off_the_jobs_path() {

@@ -125,6 +125,7 @@ fn no_port_active(ctx: &Ctx<'_>, host: &str, missing: EventIdx) -> Option<Hypoth
     }
     let mut h = Hypothesis::new(CauseKind::PortDegraded);
     h.host = Some(host.to_string());
+    h.value("scope", "host");
     h.ranks = ctx
         .job
         .ranks
