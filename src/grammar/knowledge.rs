@@ -20,6 +20,7 @@ struct KnowledgeFile {
     cause: Vec<CauseSpec>,
     lint: LintSpec,
     consequences: ConsequenceSpec,
+    host_setup: HostSetupSpec,
     #[serde(default)]
     explains: Vec<ExplainsSpec>,
     gpu_error: Vec<GpuErrorSpec>,
@@ -271,6 +272,12 @@ struct ConsequenceSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct HostSetupSpec {
+    startup_errors: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct GpuErrorSpec {
     text: String,
     weight: f64,
@@ -363,6 +370,9 @@ pub struct CodeText {
 pub struct Knowledge {
     causes: BTreeMap<CauseKind, CauseText>,
     pub consequences: ConsequenceRules,
+    /// Start-up errors (lower-case) that say a worker's host is set up
+    /// unlike the job needs (`[host_setup]`).
+    pub host_setup_errors: Vec<String>,
     /// (explaining cause, the causes whose symptoms it explains), in order.
     pub explains: Vec<(CauseKind, Vec<CauseKind>)>,
     /// Substrings that make a line worth a grammar pattern (`lint-logs`).
@@ -560,6 +570,12 @@ impl Knowledge {
                 exception_types: raw.consequences.exception_types,
                 message_markers: raw.consequences.message_markers,
             },
+            host_setup_errors: raw
+                .host_setup
+                .startup_errors
+                .iter()
+                .map(|m| m.to_ascii_lowercase())
+                .collect(),
             lint_markers: raw.lint.markers,
             lint_ignore_prefixes: raw.lint.ignore_prefixes,
             gpu_errors: raw

@@ -25,6 +25,7 @@ mod gpu_health;
 mod gpu_memory;
 mod gpudirect;
 mod horovod;
+mod host_setup;
 mod invalid_rank;
 mod kernel;
 mod launch_env;
@@ -136,6 +137,7 @@ pub fn hypotheses(
                 .chain(forced_algorithm::forced_algorithm(ctx))
                 .chain(nccl_install::hypotheses(ctx))
                 .chain(nccl_cuda::hypotheses(ctx))
+                .chain(host_setup::host_set_up_wrongly(ctx))
                 .chain(launch_env::settings_on_some_hosts(ctx, hang))
                 .collect()
         },

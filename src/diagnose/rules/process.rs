@@ -37,6 +37,7 @@ pub fn culprit_deaths<'a>(ctx: &Ctx<'a>) -> CrashSummary<'a> {
             d.kind != DeathKind::Exception && matches!(d.signal.as_deref(), None | Some("SIGABRT"));
         let gave_up_waiting = own_nccl_trouble.contains(&rank) || (waited_for_main && rank != 0);
         if d.consequence
+            || super::host_setup::is_set_up_death(ctx, d)
             || (watchdog_abort && gave_up_waiting)
             || (runs_nccl_tests && reported_test_failure(ctx, d))
         {

@@ -12,12 +12,14 @@ mod lines;
 
 pub(super) use interfaces::{listed_interfaces, listing_text};
 
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use crate::diagnose::hypothesis::Hypothesis;
-use crate::model::{CauseKind, Event, Job};
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, Event, EventKind, Job};
 
 use super::Ctx;
 
@@ -75,7 +77,9 @@ impl Leads {
                     .collect();
             }
             if h.kind == CauseKind::SocketInterface && h.device.is_none() {
-                h.device = chosen_interface(h).or_else(|| pinned_interface(job));
+                h.device = chosen_interface(h)
+                    .or_else(|| dialled_interface(job, h))
+                    .or_else(|| pinned_interface(job));
             }
             // Only Open MPI's own TCP lines: its transport, not NCCL's, is pinned.
             if !h.support.is_empty() && by_mpi_only(job, h) {
@@ -97,6 +101,24 @@ fn chosen_interface(h: &Hypothesis) -> Option<String> {
     });
     let detail = h.values.get("detail")?;
     CHOSEN.captures(detail).map(|c| c["iface"].to_string())
+}
+
+/// The interface the host's own bootstrap line advertised the address the
+/// failed connects dialled on (`Bootstrap : Using ib0:192.168.200.13<0>`):
+/// the one its peers could not reach.
+fn dialled_interface(job: &Job, h: &Hypothesis) -> Option<String> {
+    let host = h.host.as_deref().map(short_host_of)?;
+    let dialled: BTreeSet<&str> = h
+        .support
+        .iter()
+        .filter_map(|s| s.event)
+        .filter_map(|i| job.events[i].text_field("peer"))
+        .collect();
+    job.events_where(|k| k == EventKind::NcclBootstrapIface)
+        .filter(|(_, ev)| job.host_of_event(ev).map(short_host_of).as_deref() == Some(&host))
+        .find(|(_, ev)| ev.text_field("ip").is_some_and(|ip| dialled.contains(ip)))
+        .and_then(|(_, ev)| ev.text_field("iface"))
+        .map(str::to_string)
 }
 
 /// The one interface NCCL_SOCKET_IFNAME names (`bond0`, `=bond0`), where the
@@ -172,5 +194,48 @@ mod tests {
         job.env
             .insert("NCCL_SOCKET_IFNAME".into(), pin("^docker0,lo"));
         assert_eq!(pinned_interface(&job), None);
+    }
+
+    #[test]
+    fn the_interface_is_the_one_the_host_advertised_the_dialled_address_on_nccl_2_19() {
+        use crate::diagnose::hypothesis::Source;
+        use crate::model::{Fields, Sym, Value, Who};
+        let event = |kind, host: &str, f: &[(&'static str, &str)]| {
+            let mut fields = Fields::default();
+            for (k, v) in f {
+                fields.insert(k, Value::Text((*v).into()));
+            }
+            let mut ev = Event::with_fields(kind, fields);
+            ev.who = Who {
+                host: Some(Sym::new(host)),
+                ..Who::default()
+            };
+            ev
+        };
+        let mut job = Job::default();
+        job.events = vec![
+            event(
+                EventKind::NcclBootstrapIface,
+                "g4-03",
+                &[("iface", "bond0"), ("ip", "10.52.8.3")],
+            ),
+            event(
+                EventKind::NcclBootstrapIface,
+                "g4-03",
+                &[("iface", "ib0"), ("ip", "192.168.200.13")],
+            ),
+            event(
+                EventKind::SocketError,
+                "g4-01",
+                &[("peer", "192.168.200.13")],
+            ),
+        ];
+        job.index_kinds();
+        let mut h = Hypothesis::new(CauseKind::SocketInterface);
+        h.host = Some("g4-03".into());
+        h.support(Source::Nccl, 0.5, Some(2), "a connect failed");
+        assert_eq!(dialled_interface(&job, &h).as_deref(), Some("ib0"));
+        h.host = Some("g4-01".into());
+        assert_eq!(dialled_interface(&job, &h), None);
     }
 }
