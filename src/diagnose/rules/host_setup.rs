@@ -36,7 +36,7 @@ pub(super) fn host_set_up_wrongly(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             let mut h = Hypothesis::new(CauseKind::ConfigMismatch);
             h.host = host;
             h.value("variant", "driver");
-            h.value("detail", clip(&d.reason, 160));
+            h.value("detail", super::process::clip(&d.reason, 160));
             h
         });
         h.ranks.extend(d.rank);
@@ -52,13 +52,6 @@ pub(super) fn host_set_up_wrongly(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
         }
     }
     by_host.into_values().collect()
-}
-
-fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]
