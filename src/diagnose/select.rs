@@ -1159,6 +1159,22 @@ mod tests {
     }
 
     #[test]
+    fn a_port_no_rank_sends_over_is_off_the_job() {
+        let mut job = Job::with_ranks_on(&[(0, "n1"), (1, "n2")]);
+        for info in job.ranks.values_mut() {
+            info.nics_listed = vec![("mlx5_bond_0".into(), Some(1))];
+        }
+        let on = |device: &str| {
+            let mut h = Hypothesis::new(CauseKind::LinkFlap);
+            h.host = Some("n1".into());
+            h.device = Some(device.into());
+            Ctx::over(&job, |ctx| on_a_nic_the_job_does_not_use(ctx, &h))
+        };
+        assert!(on("mlx5_2"), "a port the ranks do not list");
+        assert!(!on("mlx5_bond_0"));
+    }
+
+    #[test]
     fn an_async_gid_table_change_alone_is_no_failure_nccl_2_21() {
         let async_event = |what: &str| {
             let mut f = crate::model::Fields::default();
