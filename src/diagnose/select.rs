@@ -396,6 +396,17 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         // link flap: errors on the peers, then timeouts on every rank).
         // Where no rank timed out, NCCL's error handling took the processes
         // down first: the job died of the fault, as on-call engineers file it.
+        // A wire or NIC fault that struck while the first communicators
+        // were still being set up, none ever having come up: the init
+        // failed (a queue pair NCCL could not bring up on a wedged NIC).
+        CauseKind::LinkFlap
+        | CauseKind::PacketLoss
+        | CauseKind::MtuMismatch
+        | CauseKind::HcaFault
+            if init_never_finished(ctx) =>
+        {
+            Status::InitFailure
+        }
         CauseKind::LinkFlap
         | CauseKind::PacketLoss
         | CauseKind::MtuMismatch

@@ -184,6 +184,8 @@ pub struct Death {
     pub consequence: bool,
     /// The launcher stopped this process after another one failed.
     pub stopped_by_launcher: bool,
+    /// The launcher's SIGTERM did not stop it: it had to be killed.
+    pub ignored_sigterm: bool,
     pub time: RawTime,
     pub evidence: Vec<EventIdx>,
 }

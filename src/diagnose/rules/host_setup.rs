@@ -70,6 +70,7 @@ mod tests {
             reason: reason.into(),
             consequence: false,
             stopped_by_launcher: false,
+            ignored_sigterm: false,
             time: RawTime::None,
             evidence: vec![0],
         }

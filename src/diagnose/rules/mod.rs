@@ -49,6 +49,7 @@ mod sockets;
 mod stacks;
 mod store;
 mod topology_file;
+mod unstoppable;
 mod verbs;
 mod waiting_elsewhere;
 
@@ -141,7 +142,11 @@ pub fn hypotheses(
                 .chain(launch_env::settings_on_some_hosts(ctx, hang))
                 .collect()
         },
-        &|| application::hypotheses(ctx, hang),
+        &|| {
+            let mut found = application::hypotheses(ctx, hang);
+            found.extend(unstoppable::ignored_sigterm(ctx, hang));
+            found
+        },
         &|| {
             let mut found = kernel::hypotheses(ctx);
             found.extend(firewall_log::denied_connections(ctx));

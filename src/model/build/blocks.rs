@@ -296,6 +296,7 @@ mod tests {
             reason: "srun: Node failure".into(),
             consequence: false,
             stopped_by_launcher: false,
+            ignored_sigterm: false,
             time: Default::default(),
             evidence: vec![],
         });

@@ -61,6 +61,7 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
     );
     deaths.extend(blocks);
     after_the_cancel(job_read, &mut deaths);
+    escalated_stops(&mut deaths);
     // A launcher's report may be all a rank left: it still names its host.
     for d in &deaths {
         if let (Some(rank), Some(host)) = (d.rank, &d.host) {
@@ -72,6 +73,28 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
         }
     }
     job.deaths = deaths;
+}
+
+/// torchrun stops the workers left after a failure with SIGTERM and kills
+/// those still alive after its grace period (`Unable to shutdown process N
+/// via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL`): a worker
+/// the agent stopped that then died of SIGKILL died of that escalation, not
+/// by itself. (That it ignored SIGTERM says it was stuck host-side, which
+/// the hang analysis reads from its silence.)
+fn escalated_stops(deaths: &mut [Death]) {
+    let stopped: BTreeSet<u32> = deaths
+        .iter()
+        .filter(|d| d.stopped_by_launcher)
+        .filter_map(|d| d.rank)
+        .collect();
+    let killed = |d: &Death| d.signal.as_deref() == Some("SIGKILL") || d.exitcode == Some(-9);
+    for d in deaths.iter_mut().filter(|d| !d.consequence && killed(d)) {
+        if d.rank.is_some_and(|r| stopped.contains(&r)) {
+            d.consequence = true;
+            d.stopped_by_launcher = true;
+            d.ignored_sigterm = true;
+        }
+    }
 }
 
 /// The scheduler's cancel (a user's scancel, the time limit) stops every
@@ -104,6 +127,7 @@ fn death(ev: &Event, idx: EventIdx, kind: DeathKind, reason: String) -> Death {
         reason,
         consequence: false,
         stopped_by_launcher: false,
+        ignored_sigterm: false,
         time: ev.time,
         evidence: vec![idx],
     }

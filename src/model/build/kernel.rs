@@ -521,6 +521,7 @@ fn add_deaths(job: &mut Job) {
             },
             consequence: false,
             stopped_by_launcher: false,
+            ignored_sigterm: false,
             time: ev.time,
             evidence: Vec::new(),
         });
