@@ -212,24 +212,26 @@ mod tests {
             };
             ev
         };
-        let mut job = Job::default();
-        job.events = vec![
-            event(
-                EventKind::NcclBootstrapIface,
-                "g4-03",
-                &[("iface", "bond0"), ("ip", "10.52.8.3")],
-            ),
-            event(
-                EventKind::NcclBootstrapIface,
-                "g4-03",
-                &[("iface", "ib0"), ("ip", "192.168.200.13")],
-            ),
-            event(
-                EventKind::SocketError,
-                "g4-01",
-                &[("peer", "192.168.200.13")],
-            ),
-        ];
+        let mut job = Job {
+            events: vec![
+                event(
+                    EventKind::NcclBootstrapIface,
+                    "g4-03",
+                    &[("iface", "bond0"), ("ip", "10.52.8.3")],
+                ),
+                event(
+                    EventKind::NcclBootstrapIface,
+                    "g4-03",
+                    &[("iface", "ib0"), ("ip", "192.168.200.13")],
+                ),
+                event(
+                    EventKind::SocketError,
+                    "g4-01",
+                    &[("peer", "192.168.200.13")],
+                ),
+            ],
+            ..Job::default()
+        };
         job.index_kinds();
         let mut h = Hypothesis::new(CauseKind::SocketInterface);
         h.host = Some("g4-03".into());
