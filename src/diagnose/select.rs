@@ -415,11 +415,14 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::Crash
         }
-        // Hosts set up differently, in a job where no communicator ever
-        // completed its init and no work was done: the set-up failed (a
-        // host whose workers could not start CUDA left the others waiting
-        // in NCCL's init).
-        CauseKind::ConfigMismatch if !init_completed(ctx) && !work_done(ctx.job) => {
+        // Workers that could not start CUDA on their host's driver, in a job
+        // where no communicator ever completed its init and no work was
+        // done: the set-up failed (the others waited in NCCL's init).
+        CauseKind::ConfigMismatch
+            if choice.best.values.get("variant").map(String::as_str) == Some("driver")
+                && !init_completed(ctx)
+                && !work_done(ctx.job) =>
+        {
             Status::InitFailure
         }
         // A set-up fault whose culprits never finished their own init failed
