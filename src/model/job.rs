@@ -406,6 +406,15 @@ impl Job {
             .map(super::build::short_host_in)
     }
 
+    /// The ranks placed on `short_host` (a host's short name).
+    pub fn ranks_on_host(&self, short_host: &str) -> BTreeSet<u32> {
+        self.ranks
+            .keys()
+            .copied()
+            .filter(|&r| self.short_host_of_rank(r) == Some(short_host))
+            .collect()
+    }
+
     /// A job that knows only these ranks and their hosts (for unit tests).
     #[cfg(test)]
     pub fn with_ranks_on(ranks: &[(u32, &str)]) -> Job {

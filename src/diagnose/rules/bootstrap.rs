@@ -99,12 +99,7 @@ fn dialled_host(job: &Job, failed: &BTreeMap<String, Vec<EventIdx>>) -> Option<V
         return None;
     }
     let reporter = failed.keys().next().cloned();
-    let ranks: BTreeSet<u32> = job
-        .ranks
-        .keys()
-        .copied()
-        .filter(|&r| job.short_host_of_rank(r) == Some(host.as_str()))
-        .collect();
+    let ranks = job.ranks_on_host(&host);
     let iface = bootstrap_interface(job, &host);
     let mut iface_h = Hypothesis::new(CauseKind::SocketInterface);
     let mut fw_h = Hypothesis::new(CauseKind::Firewall);

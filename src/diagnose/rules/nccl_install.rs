@@ -126,13 +126,7 @@ fn no_port_active(ctx: &Ctx<'_>, host: &str, missing: EventIdx) -> Option<Hypoth
     let mut h = Hypothesis::new(CauseKind::PortDegraded);
     h.host = Some(host.to_string());
     h.value("scope", "host");
-    h.ranks = ctx
-        .job
-        .ranks
-        .keys()
-        .copied()
-        .filter(|&r| ctx.job.short_host_of_rank(r) == Some(short.as_str()))
-        .collect();
+    h.ranks = ctx.job.ranks_on_host(&short);
     let state = first.state.clone().unwrap_or_default();
     h.value(
         "detail",
