@@ -280,7 +280,7 @@ const FLOORS: &[(&str, [usize; 6])] = &[
     ("collective_mismatch", [27, 27, 27, 27, 27, 25]),
     ("config_mismatch", [27, 25, 27, 27, 25, 27]),
     ("congestion", [27, 27, 27, 27, 27, 27]),
-    ("cross_rail", [27, 25, 27, 27, 25, 26]),
+    ("cross_rail", [27, 27, 27, 27, 27, 27]),
     ("firewall", [27, 25, 27, 27, 25, 27]),
     ("gid_index", [27, 27, 27, 27, 27, 27]),
     ("gpu_fault", [27, 27, 27, 27, 27, 27]),

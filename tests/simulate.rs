@@ -229,6 +229,55 @@ fn snapshots_show_the_degraded_port_mtu_and_gids() {
     }
 }
 
+/// The leaf each NIC of a host reaches, in NIC order, from `lldpctl.txt`.
+fn leaves(files: &BTreeMap<String, Vec<u8>>, host: &str) -> Vec<String> {
+    text_of(files, &format!("{host}/lldpctl.txt"))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("SysName:"))
+        .map(|s| s.trim().to_string())
+        .collect()
+}
+
+/// A cross-rail job's LLDP shows the stray cable: the culprit NIC reaches
+/// a leaf another NIC of its host reaches too; every other host reaches
+/// one leaf per NIC, the same ones in the same order.
+#[test]
+fn cross_rail_lldp_shows_the_culprit_nic_on_another_rails_leaf() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in 0..3 {
+        let dir = tmp.path().join(format!("j{seed}"));
+        let truth = run(&opts(Scenario::Fault(CauseKind::CrossRail), 16, seed), &dir);
+        let files = tree(&dir);
+        let host = culprit(&truth);
+        let dev = truth["cause"]["device"].as_str().unwrap();
+        let nic: usize = dev.trim_start_matches("mlx5_").parse().unwrap();
+        let mine = leaves(&files, &host);
+        assert_eq!(
+            mine.iter().filter(|l| **l == mine[nic]).count(),
+            2,
+            "seed {seed}: {mine:?}"
+        );
+        let hosts: std::collections::BTreeSet<&str> = files
+            .keys()
+            .filter_map(|p| p.split_once('/'))
+            .map(|(h, _)| h)
+            .collect();
+        for other in hosts
+            .into_iter()
+            .filter(|h| *h != host && files.contains_key(&format!("{h}/lldpctl.txt")))
+        {
+            let theirs = leaves(&files, other);
+            let distinct: std::collections::BTreeSet<&String> = theirs.iter().collect();
+            assert_eq!(
+                distinct.len(),
+                theirs.len(),
+                "seed {seed}: {other} {theirs:?}"
+            );
+            assert_ne!(theirs[nic], mine[nic], "seed {seed}");
+        }
+    }
+}
+
 #[test]
 fn line_shapes_follow_the_release() {
     let tmp = tempfile::tempdir().unwrap();

@@ -425,6 +425,9 @@ fn write_snapshots(plan: &Plan, story: &Story, h: usize, dir: &Path) -> Result<W
     let ibstatus = r.chance(0.4);
     let gids = plan.fabric == Fabric::Roce
         && (r.chance(0.8) || scen.is(crate::model::CauseKind::GidIndex));
+    // Drawn last so that the draws above keep their seeds' outcomes.
+    let lldp = plan.fabric == Fabric::Roce
+        && (r.chance(0.5) || scen.is(crate::model::CauseKind::CrossRail));
     let mut total = write_file(dir.join("ibstat.txt"), |w| {
         snapshots::write_ibstat(plan, host, hs, w)
     })?;
@@ -441,6 +444,11 @@ fn write_snapshots(plan: &Plan, story: &Story, h: usize, dir: &Path) -> Result<W
     if gids {
         total = total.add(write_file(dir.join("show_gids.txt"), |w| {
             snapshots::write_show_gids(plan, host, hs, w)
+        })?);
+    }
+    if lldp {
+        total = total.add(write_file(dir.join("lldpctl.txt"), |w| {
+            super::lldp::write_lldp(plan, host, hs, w)
         })?);
     }
     Ok(total)

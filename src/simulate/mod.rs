@@ -20,6 +20,7 @@ pub mod counters;
 pub mod kernel;
 pub mod launcher;
 pub mod layout;
+pub mod lldp;
 pub mod nccl;
 pub mod plan;
 pub mod rank;
@@ -140,7 +141,10 @@ fn keep_the_evidence(plan: &mut Plan) {
             s.counters = true;
         }
         CauseKind::PacketLoss | CauseKind::Congestion => s.counters = true,
-        CauseKind::MtuMismatch | CauseKind::GidIndex => s.snapshots = true,
+        // LLDP shows a cross-rail job's stray cable.
+        CauseKind::MtuMismatch | CauseKind::GidIndex | CauseKind::CrossRail => {
+            s.snapshots = true;
+        }
         CauseKind::PortDegraded => {
             s.snapshots = true;
             s.kernel = true;

@@ -130,6 +130,8 @@ pub struct HostStory {
     pub env: Vec<(String, String)>,
     /// NCCL uses sockets here instead of IB.
     pub sockets_only: bool,
+    /// This NIC's cable reaches another rail's leaf switch.
+    pub miscabled_nic: Option<u32>,
     /// IB async events of this host's NICs. Every process prints them:
     /// ncclIbInit starts an event thread for every device it finds, used
     /// by that rank or not.

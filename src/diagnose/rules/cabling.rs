@@ -8,8 +8,11 @@
 //! cable went to the wrong rail (two cables swapped at a repair, the usual
 //! way). Queue pairs between that NIC and its rail's peers time out.
 //!
-//! Two hosts alone cannot say which of them is wrong: each sees the other
-//! as the odd one. Three or more can.
+//! Two hosts alone cannot say which of them swapped two cables: each sees
+//! the other as the odd one. Three or more can. Two can where one cable
+//! went astray without a swap: its host then reaches one leaf through two
+//! interfaces, which a rail-optimised host never does, while the other
+//! host reaches each leaf through one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -70,7 +73,14 @@ fn odd_one<'j>(reach: &Reach<'j>, n: &'j LinkNeighbor, host: &str) -> Option<Mis
     };
     let same_interface = others(reach.get(n.netdev.as_str())?);
     let peers: usize = same_interface.values().sum();
-    if peers < 2 || same_interface.contains_key(n.switch.as_str()) {
+    if same_interface.contains_key(n.switch.as_str()) {
+        return None;
+    }
+    let outvoted = peers >= 2;
+    let one_peer_alike = peers == 1
+        && interfaces_into(reach, host, &n.switch) >= 2
+        && peer_host(reach, n, host).is_some_and(|peer| one_interface_per_leaf(reach, &peer));
+    if !outvoted && !one_peer_alike {
         return None;
     }
     let switch_of = reach
@@ -84,6 +94,37 @@ fn odd_one<'j>(reach: &Reach<'j>, n: &'j LinkNeighbor, host: &str) -> Option<Mis
         switch_of,
         expected: same_interface.into_keys().collect(),
     })
+}
+
+/// How many of `host`'s interfaces reach `switch`.
+fn interfaces_into(reach: &Reach<'_>, host: &str, switch: &str) -> usize {
+    reach
+        .values()
+        .filter(|switches| switches.get(switch).is_some_and(|h| h.contains(host)))
+        .count()
+}
+
+/// The one other host that reaches a switch through `n`'s interface.
+fn peer_host(reach: &Reach<'_>, n: &LinkNeighbor, host: &str) -> Option<String> {
+    reach
+        .get(n.netdev.as_str())?
+        .values()
+        .flatten()
+        .find(|h| *h != host)
+        .cloned()
+}
+
+/// Whether `host` reaches every switch it reaches through one interface.
+fn one_interface_per_leaf(reach: &Reach<'_>, host: &str) -> bool {
+    let switches: BTreeSet<&str> = reach
+        .values()
+        .flat_map(|switches| switches.iter())
+        .filter(|(_, hosts)| hosts.contains(host))
+        .map(|(&s, _)| s)
+        .collect();
+    switches
+        .iter()
+        .all(|s| interfaces_into(reach, host, s) == 1)
 }
 
 /// Moves a cross-rail hypothesis onto the miscabled NICs of the hosts its
@@ -226,6 +267,50 @@ mod tests {
             } else if c.1 == "ens11f0np0" {
                 c.2 = "leaf-rail0".into();
             }
+        }
+        assert!(miscabled(&job(&as_refs(&cables))).is_empty());
+    }
+
+    /// n2's rail-0 cable went to rail 1's leaf, no swap: n2 reaches that
+    /// leaf twice, n1 each leaf once, so two hosts decide it.
+    #[test]
+    fn two_hosts_decide_a_cable_on_a_leaf_its_host_already_reaches() {
+        let mut cables = rails(&["n1", "n2"]);
+        for c in cables
+            .iter_mut()
+            .filter(|c| c.0 == "n2" && c.1 == "ens10f0np0")
+        {
+            c.2 = "leaf-rail1".into();
+        }
+        let found: Vec<(String, String, String)> = miscabled(&job(&as_refs(&cables)))
+            .into_iter()
+            .map(|m| (m.host, m.neighbor.netdev.clone(), m.switch_of.to_string()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![("n2".into(), "ens10f0np0".into(), "ens11f0np0".into())]
+        );
+    }
+
+    /// Sites with two NICs per leaf reach each leaf twice by design: with
+    /// two hosts, a doubled leaf is then no sign of a stray cable.
+    #[test]
+    fn two_hosts_of_a_two_nics_per_leaf_design_decide_nothing() {
+        let mut cables = Vec::new();
+        for host in ["n1", "n2"] {
+            for nic in 0..4 {
+                cables.push((
+                    host.to_string(),
+                    format!("ens{}f0np0", 10 + nic),
+                    format!("leaf-{}", nic / 2),
+                ));
+            }
+        }
+        for c in cables
+            .iter_mut()
+            .filter(|c| c.0 == "n2" && c.1 == "ens10f0np0")
+        {
+            c.2 = "leaf-1".into();
         }
         assert!(miscabled(&job(&as_refs(&cables))).is_empty());
     }

@@ -239,6 +239,7 @@ pub fn cross_rail(c: &mut Ctx<'_>) -> Story {
     );
     let mut story = init_story(c, vec![p.rank], reports, 2, text);
     story.truth.cause = Some(c.port_cause(CauseKind::CrossRail, p, peer));
+    story.host_mut(p.host).miscabled_nic = Some(p.local);
     story
 }
 
