@@ -50,6 +50,59 @@ fn the_raylets_dead_worker_is_the_rank_of_that_pid_and_address_ray_2() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([1]), "{v:#}");
 }
 
+/// Ray Train 2.x on EC2: a worker's exception reaches the driver as
+/// `RayTaskError(OutOfMemoryError): ray::… (pid=N, ip=A, …)`; the trainer
+/// actor re-raises it under its own pid first. NCCL names the hosts
+/// `ip-10-0-3-42` in the worker logs while Ray prefixes the same
+/// processes' lines with `ip=10.0.3.42`: one host, the pid's rank the one
+/// that raised. Its peers' `Connection closed` follows.
+#[test]
+fn a_ray_workers_exception_is_the_crash_of_that_pids_rank_ray_2() {
+    let mut driver = String::new();
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (rank, pid, ip) in [
+        (0u32, 2801u32, "10.0.1.17"),
+        (1, 2803, "10.0.1.17"),
+        (2, 3105, "10.0.3.42"),
+        (3, 3108, "10.0.3.42"),
+    ] {
+        let host = format!("ip-{}", ip.replace('.', "-"));
+        let local = rank % 2;
+        files.push((
+            format!("ray_logs/{ip}/worker-{pid}.out"),
+            format!(
+                "{host}:{pid}:{pid} [{local}] NCCL INFO Bootstrap : Using ens5:{ip}<0>\n\
+                 {host}:{pid}:{t} [{local}] NCCL INFO ncclCommInitRank comm 0x5{pid} rank {rank} nranks 4 cudaDev {local} nvmlDev {local} busId 1{local}0 commId 0xaf57 - Init COMPLETE\n",
+                t = pid + 400
+            ),
+        ));
+        if rank != 3 && ip != "10.0.1.17" {
+            driver.push_str(&format!("\u{1b}[36m(RayTrainWorker pid={pid}, ip={ip})\u{1b}[0m {host}:{pid}:{t} [{local}] NCCL INFO misc/socket.cc:47 -> 6\n", t = pid + 400));
+        }
+    }
+    driver.push_str("\u{1b}[36m(RayTrainWorker pid=2801)\u{1b}[0m [rank0]:[E122 16:41:07.224000044 ProcessGroupNCCL.cpp:589] [Rank 0] Collective WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) raised the following async exception: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n");
+    driver.push_str("ray.exceptions.RayTaskError(OutOfMemoryError): \u{1b}[36mray::_Inner.train()\u{1b}[39m (pid=2607, ip=10.0.1.17, actor_id=447b, repr=TorchTrainer)\n");
+    driver.push_str("ray.exceptions.RayTaskError(OutOfMemoryError): \u{1b}[36mray::_RayTrainWorker__execute.get_next()\u{1b}[39m (pid=3108, ip=10.0.3.42, actor_id=1640, repr=<ray.train._internal.worker_group.RayTrainWorker object at 0x7f3c81b2e650>)\n");
+    driver.push_str("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 1 has a total capacity of 22.06 GiB of which 2.74 GiB is free.\n");
+    let mut all: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    all.push(("driver.log", &driver));
+    let doc = common::report_of(&all);
+    let v = &doc["verdict"];
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([3]), "{v:#}");
+    assert_eq!(v["cause"]["host"], "ip-10-0-3-42", "{v:#}");
+    let hosts = doc["job"]["hosts"].as_array().unwrap();
+    assert!(
+        hosts
+            .iter()
+            .all(|h| !h.as_str().unwrap().starts_with("10.")),
+        "{hosts:?}"
+    );
+}
+
 /// nccl-tests under mpirun (Open MPI 4): the opal handler prints
 /// `[host:pid] Signal: Segmentation fault (11)` for the dying process; the
 /// pid's NCCL lines say it is rank 1.

@@ -234,6 +234,10 @@ event_kinds! {
     ProcessSignaled => "process_signaled",
     PythonTraceback => "python_traceback",
     PythonException => "python_exception",
+    /// An exception a Ray actor raised, as the caller re-raises it
+    /// (`RayTaskError(OutOfMemoryError): ray::… (pid=N, ip=A, …)`): the
+    /// worker process that raised it, by pid and node address.
+    RayTaskError => "ray_task_error",
     /// A traceback frame inside torch.distributed's collective API
     /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
     C10dCall => "c10d_call",

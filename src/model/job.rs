@@ -539,7 +539,7 @@ impl Job {
 }
 
 /// `ip-10-0-3-201` or `10-92-3-32` → `10.0.3.201` / `10.92.3.32`.
-fn spelled_ipv4(label: &str) -> Option<String> {
+pub(crate) fn spelled_ipv4(label: &str) -> Option<String> {
     let digits = label.strip_prefix("ip-").unwrap_or(label);
     let parts: Vec<&str> = digits.split('-').collect();
     let octets = parts.len() == 4 && parts.iter().all(|p| p.parse::<u8>().is_ok());

@@ -50,7 +50,10 @@ pub fn collect(job: &mut Job, rules: &ConsequenceRules) {
                 .filter_map(|(idx, ev)| match ev.kind {
                     EventKind::PythonException => python_exception(ev, idx, rules),
                     EventKind::WorkerFailed => worker_failed(job_read, &index, ev, idx, rules),
-                    EventKind::ProcessSignaled => process_signaled(&index, ev, idx, rules),
+                    EventKind::ProcessSignaled => {
+                        process_signaled(job_read, &index, ev, idx, rules)
+                    }
+                    EventKind::RayTaskError => ray_task_error(job_read, &index, ev, idx, rules),
                     EventKind::TaskExited => task_exited(&index, ev, idx),
                     EventKind::ClosingSignal => closing_signal(&index, ev, idx),
                     _ => None,
@@ -302,6 +305,7 @@ pub fn signal_of(ev: &Event) -> Option<&str> {
 }
 
 fn process_signaled(
+    job: &Job,
     index: &RankIndex<'_>,
     ev: &Event,
     idx: EventIdx,
@@ -313,7 +317,7 @@ fn process_signaled(
     d.rank = ev.int("failed_rank").map(|r| r as u32).or(ev.who.rank);
     d.pid = ev.int("worker_pid").map(|p| p as u32).or(ev.who.pid);
     if let Some(node) = ev.text_field("node") {
-        d.host = Some(short_host(node).to_string());
+        d.host = Some(node_host(job, node));
     }
     d.consequence = !exception.is_empty() && rules.is_consequence(exception, "");
     d.signal = signal;
@@ -327,6 +331,41 @@ fn process_signaled(
     // A signal banner whose process no line ties to a rank still says a
     // process on that host died: kept, placed by its host.
     (d.rank.is_some() || d.host.is_some()).then_some(d)
+}
+
+/// A node named by address (Ray's `ip=`, the raylet's `Worker IP
+/// address:`): the host that owns the address, where one does.
+fn node_host(job: &Job, node: &str) -> String {
+    job.host_of_addr(node)
+        .unwrap_or_else(|| short_host(node))
+        .to_string()
+}
+
+/// The exception a Ray worker raised, re-raised by its caller: a death of
+/// the rank whose process that was. The trainer actor re-raises it too,
+/// under its own pid, which is no rank's: only a worker's line counts.
+fn ray_task_error(
+    job: &Job,
+    index: &RankIndex<'_>,
+    ev: &Event,
+    idx: EventIdx,
+    rules: &ConsequenceRules,
+) -> Option<Death> {
+    let pid = u32::try_from(ev.int("worker_pid")?).ok()?;
+    let host = ev.text_field("node").map(|n| node_host(job, n));
+    let rank = index.by_pid(host.as_deref(), pid)?;
+    let exc = ev.text_field("exc_type")?;
+    let mut d = death(
+        ev,
+        idx,
+        DeathKind::Exception,
+        format!("{exc} raised in Ray worker pid {pid}"),
+    );
+    d.rank = Some(rank);
+    d.host = host;
+    d.pid = Some(pid);
+    d.consequence = rules.is_consequence(exc, "");
+    Some(d)
 }
 
 /// The torchrun agent stopping the surviving workers after one failed: these

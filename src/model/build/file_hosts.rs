@@ -313,7 +313,7 @@ fn address_folder(path: &str) -> Option<IpAddr> {
 }
 
 /// Each address NCCL's lines print, with the hosts that print it.
-fn address_owners(job: &Job) -> BTreeMap<IpAddr, BTreeSet<String>> {
+pub(super) fn address_owners(job: &Job) -> BTreeMap<IpAddr, BTreeSet<String>> {
     let mut owners: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
     let kinds = |k| {
         matches!(

@@ -4,6 +4,7 @@
 //! then the network picture, the process groups and the deaths; the kernel
 //! logs last, as they join onto all of these (and add deaths).
 
+mod address_hosts;
 mod blocks;
 mod call_traces;
 mod collectives;
@@ -58,6 +59,7 @@ pub fn build(
     file_hosts::adopt_address_folders(&mut job, &mut store);
     file_hosts::adopt_line_named_folders(&mut job, &mut store);
     file_hosts::adopt_prefixed_folders(&mut job, &mut store);
+    job.addr_hosts = address_hosts::name_address_hosts(&mut job);
     let clues = counters::FileClues::of(&job.files);
     let mut ports = std::mem::take(&mut job.ports);
     let unplaced = file_hosts::unplaced(&job.files, &ports, &job.gids, &job.gpus, &store);
