@@ -14,6 +14,7 @@ mod ranks;
 mod rules;
 mod select;
 mod stall_explained;
+mod stops;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -48,6 +49,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     let hyps = select::explain(hyps, &kb.explains);
     let mut hyps = stall_explained::fold_into_device_faults(hyps);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
+    let hyps = stops::without_the_stops_doing(&ctx, hyps);
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());
     let status = select::status(&ctx, &choice, hang.as_ref());
     let healthy = status == Status::Healthy;

@@ -8,6 +8,7 @@ use crate::model::{CauseKind, EventKind, Job};
 use super::hang::Hang;
 use super::hypothesis::{Hypothesis, Source};
 use super::rules::Ctx;
+use super::stops;
 use super::verdict::Status;
 
 /// Below this a hypothesis is not a verdict: the cause is `unknown`.
@@ -370,7 +371,7 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
     if !failed && is_set_up(kind) && !init_completed(ctx) {
         return Status::Unknown;
     }
-    if !failed && only_the_cancels_doing(ctx, &choice.best) {
+    if !failed && stops::only_the_cancels_doing(ctx, &choice.best) {
         return Status::Healthy;
     }
     // A fault of a NIC the job's ranks do not use (a management port) in a
@@ -475,6 +476,8 @@ pub fn status(ctx: &Ctx<'_>, choice: &Choice, hang: Option<&Hang>) -> Status {
         {
             Status::InitFailure
         }
+        // A user stopped a job whose training loop had long gone quiet.
+        _ if stops::stalled_before_the_stop(ctx) => Status::Hang,
         CauseKind::Unknown => Status::Unknown,
         // Set-up that let the communicators come up but not carry traffic
         // (an interface other hosts cannot reach, a blocked port): the
@@ -615,148 +618,26 @@ fn failure_seen(ctx: &Ctx<'_>) -> bool {
     // Deaths that are consequences (the agent stopping workers, their
     // SignalException) do not make a failure on their own: a cancelled job
     // shows exactly those.
-    let cancelled = cancelled_by_a_user(job);
+    let cancelled = stops::cancelled_by_a_user(ctx);
     let came_up = job.a_comm_came_up();
-    let ran_out_of_time = trained_until_the_time_limit(ctx);
-    let stopped = stopped_by_the_scheduler(ctx, cancelled || ran_out_of_time);
+    let ran_out_of_time = stops::trained_until_the_time_limit(ctx);
+    let stopped = stops::stopped_by_the_scheduler(ctx, cancelled || ran_out_of_time);
     job.deaths.iter().any(|d| !d.consequence)
+        || stops::stalled_before_the_stop(ctx)
         || super::rules::nccl_tests_run(job).is_some_and(|r| r.stopped(job))
         || super::rules::dumps_show_a_wait(ctx)
         || super::rules::ras_shows_a_hang(ctx)
         || super::rules::ras_shows_lost_processes(ctx)
         || job.events.iter().enumerate().any(|(i, e)| {
             ((is_failure(e, cancelled) || fails_in_context(e, came_up)) && !stopped(i, e))
-                || (cancelled_for_a_reason(e) && !(time_limit(ctx, e) && ran_out_of_time))
+                || (stops::cancelled_for_a_reason(e)
+                    && !(stops::time_limit(ctx, e) && ran_out_of_time))
         })
-}
-
-/// A user's scancel (a cancel line that gives no reason of the scheduler's).
-fn cancelled_by_a_user(job: &Job) -> bool {
-    job.events_where(|k| k == EventKind::JobCancelled)
-        .any(|(_, e)| e.text_field("reason").is_none())
-}
-
-/// The chosen cause rests only on lines a harmless cancel explains (ranks
-/// that lost their peers to the scheduler's SIGTERM): the job had no fault.
-fn only_the_cancels_doing(ctx: &Ctx<'_>, h: &Hypothesis) -> bool {
-    if !cancelled_by_a_user(ctx.job) && !trained_until_the_time_limit(ctx) {
-        return false;
-    }
-    let stopped = stopped_by_the_scheduler(ctx, true);
-    let mut cited = h.support.iter().filter_map(|s| s.event).peekable();
-    cited.peek().is_some() && cited.all(|i| stopped(i, &ctx.job.events[i]))
-}
-
-/// Where the scheduler's cancel was no failure (a user's scancel, a time
-/// limit or a preemption that came while still training): whether an event
-/// came after the cancel, so the cancel caused it. srun's reports of the
-/// tasks it stopped sit below the cancel in the same output; the errors of
-/// ranks that lost their peers to the SIGTERM are stamped after it.
-fn stopped_by_the_scheduler<'c>(
-    ctx: &'c Ctx<'_>,
-    harmless: bool,
-) -> impl Fn(usize, &crate::model::Event) -> bool + 'c {
-    let job = ctx.job;
-    let (lines, at, first_failure) = if harmless {
-        let at = job
-            .events_where(|k| k == EventKind::JobCancelled)
-            .filter_map(|(i, e)| ctx.timeline.time_of(i).or_else(|| cancelled_at(e)))
-            .min();
-        (job.cancel_lines(), at, first_stamped_failure_by_rank(ctx))
-    } else {
-        Default::default()
-    };
-    let job_first_failure = first_failure.values().min().copied();
-    // An unstamped line (NCCL's WARN) is at or after its stamped neighbour;
-    // one in a file without stamps (an NCCL_DEBUG_FILE) came when its rank
-    // first failed where a stamp says when, else no earlier than the job's
-    // first stamped failure.
-    move |i, e| {
-        let when = ctx
-            .timeline
-            .at_or_after(i)
-            .or_else(|| e.who.rank.and_then(|r| first_failure.get(&r).copied()))
-            .or(job_first_failure);
-        lines
-            .get(&e.origin.file)
-            .is_some_and(|&line| e.origin.line > line)
-            || at.is_some_and(|at| when.is_some_and(|t| t >= at))
-    }
-}
-
-/// Per rank, the time of its first stamped failure line.
-fn first_stamped_failure_by_rank(ctx: &Ctx<'_>) -> BTreeMap<u32, chrono::NaiveDateTime> {
-    let mut out: BTreeMap<u32, chrono::NaiveDateTime> = BTreeMap::new();
-    for (i, e) in ctx.job.events.iter().enumerate() {
-        if let (Some(rank), Some(t)) = (e.who.rank, ctx.timeline.time_of(i))
-            && is_failure(e, false)
-        {
-            let first = out.entry(rank).or_insert(t);
-            *first = (*first).min(t);
-        }
-    }
-    out
-}
-
-/// The time slurmstepd printed in its cancel line (`CANCELLED AT …`).
-fn cancelled_at(e: &crate::model::Event) -> Option<chrono::NaiveDateTime> {
-    let at = e.text_field("at")?;
-    chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%S").ok()
-}
-
-/// The scheduler cancelled the job for a reason of its own (`DUE TO …`).
-fn cancelled_for_a_reason(e: &crate::model::Event) -> bool {
-    e.kind == EventKind::JobCancelled && e.text_field("reason").is_some()
-}
-
-/// The scheduler stopped the job at its time limit, or took its nodes
-/// for another job (`[scheduler]` in grammars/knowledge.toml; a node
-/// failure is not one).
-fn time_limit(ctx: &Ctx<'_>, e: &crate::model::Event) -> bool {
-    e.kind == EventKind::JobCancelled
-        && e.text_field("reason")
-            .is_some_and(|r| ctx.kb.ends_a_working_job(r))
-}
-
-/// How close to the time limit the training loop's last report must be for
-/// the job to have run out of time rather than hung: this long, or three
-/// of its last reporting intervals where those are longer.
-const LAST_STEP_WITHIN: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
-
-/// A job stopped at its time limit is a failure only where it had stopped
-/// working before: a hang the limit ended. Where its training loop still
-/// reported steps (or a progress bar moved) shortly before the limit, it
-/// simply ran out of time (jobs chained across allocations do so every
-/// time).
-fn trained_until_the_time_limit(ctx: &Ctx<'_>) -> bool {
-    let job = ctx.job;
-    let Some(limit) = job
-        .events_where(|k| k == EventKind::JobCancelled)
-        .filter(|(_, e)| time_limit(ctx, e))
-        .filter_map(|(_, e)| cancelled_at(e))
-        .min()
-    else {
-        return false;
-    };
-    let mut steps: Vec<chrono::NaiveDateTime> = job
-        .events_where(|k| matches!(k, EventKind::TrainingStep | EventKind::ProgressBar))
-        .filter_map(|(i, _)| ctx.timeline.time_of(i))
-        .filter(|&t| t <= limit + chrono::TimeDelta::minutes(1))
-        .collect();
-    steps.sort();
-    let Some(&last) = steps.last() else {
-        return false;
-    };
-    let interval = match steps[..] {
-        [.., before, last] => last - before,
-        _ => chrono::TimeDelta::zero(),
-    };
-    limit - last <= LAST_STEP_WITHIN.max(interval * 3)
 }
 
 /// An event that is a failure by its kind; srun's `Terminated` for the
 /// tasks it stopped for a cancel is none.
-fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
+pub(super) fn is_failure(e: &crate::model::Event, cancelled: bool) -> bool {
     if cancelled && e.kind == EventKind::TaskExited && e.text_field("what") == Some("Terminated") {
         return false;
     }
