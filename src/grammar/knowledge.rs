@@ -274,6 +274,7 @@ struct ConsequenceSpec {
 #[serde(deny_unknown_fields)]
 struct HostSetupSpec {
     startup_errors: Vec<String>,
+    fabric_not_ready: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -373,6 +374,9 @@ pub struct Knowledge {
     /// Start-up errors (lower-case) that say a worker's host is set up
     /// unlike the job needs (`[host_setup]`).
     pub host_setup_errors: Vec<String>,
+    /// Start-up errors (lower-case) that are the host's set-up only where
+    /// its fabric service failed or all its workers died of them.
+    pub fabric_not_ready_errors: Vec<String>,
     /// (explaining cause, the causes whose symptoms it explains), in order.
     pub explains: Vec<(CauseKind, Vec<CauseKind>)>,
     /// Substrings that make a line worth a grammar pattern (`lint-logs`).
@@ -570,12 +574,8 @@ impl Knowledge {
                 exception_types: raw.consequences.exception_types,
                 message_markers: raw.consequences.message_markers,
             },
-            host_setup_errors: raw
-                .host_setup
-                .startup_errors
-                .iter()
-                .map(|m| m.to_ascii_lowercase())
-                .collect(),
+            host_setup_errors: lower_all(&raw.host_setup.startup_errors),
+            fabric_not_ready_errors: lower_all(&raw.host_setup.fabric_not_ready),
             lint_markers: raw.lint.markers,
             lint_ignore_prefixes: raw.lint.ignore_prefixes,
             gpu_errors: raw
@@ -736,6 +736,10 @@ impl Knowledge {
 type XidTables = (BTreeMap<String, XidClass>, BTreeMap<i64, XidInfo>);
 
 /// The Xid classes and entries; every entry's class must exist.
+fn lower_all(texts: &[String]) -> Vec<String> {
+    texts.iter().map(|t| t.to_ascii_lowercase()).collect()
+}
+
 fn xid_tables(
     file: &str,
     classes: Vec<XidClassSpec>,

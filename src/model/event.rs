@@ -238,6 +238,9 @@ event_kinds! {
     /// (`RayTaskError(OutOfMemoryError): ray::… (pid=N, ip=A, …)`): the
     /// worker process that raised it, by pid and node address.
     RayTaskError => "ray_task_error",
+    /// NVIDIA Fabric Manager on an NVSwitch host failed to start (its
+    /// version differs from the driver's): CUDA there is not ready.
+    FabricManager => "fabric_manager",
     /// A traceback frame inside torch.distributed's collective API
     /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
     C10dCall => "c10d_call",
