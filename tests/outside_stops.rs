@@ -49,12 +49,21 @@ fn every_pod_signalled_together_while_training_is_a_healthy_stop_torch_2_4() {
     assert_eq!(v["stuck_ranks"], serde_json::json!([]), "{v:#}");
 }
 
-/// Only one pod's agent was signalled: the other pod's ranks lost their
-/// peer to a stop that was not the job's, which is a failure.
+/// Only one pod's agent was signalled (its node reclaimed), before any
+/// failure elsewhere: that pod's workers died first, and the other pod's
+/// ranks lost their peer to it.
 #[test]
-fn one_pod_signalled_alone_is_no_stop_of_the_job_torch_2_4() {
+fn one_pod_signalled_alone_is_the_crash_of_its_workers_torch_2_4() {
     let doc = evicted_job(39, &[0]);
-    assert_ne!(doc["verdict"]["status"], "healthy", "{:#}", doc["verdict"]);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "crash", "{v:#}");
+    assert_eq!(v["cause"]["kind"], "process_crash", "{v:#}");
+    assert_eq!(v["cause"]["host"], "llm-worker-0", "{v:#}");
+    assert_eq!(
+        v["stuck_ranks"],
+        serde_json::json!((0..8).collect::<Vec<u32>>()),
+        "{v:#}"
+    );
 }
 
 /// The last step 25 minutes before the eviction, at a 20 s pace: the

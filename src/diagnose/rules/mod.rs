@@ -26,6 +26,7 @@ mod gpu_memory;
 mod gpudirect;
 mod horovod;
 mod host_setup;
+mod host_stopped;
 mod invalid_rank;
 mod kernel;
 mod launch_env;
@@ -112,7 +113,11 @@ pub fn hypotheses(
     fabric: FabricFacts,
 ) -> (Vec<Hypothesis>, FabricReview) {
     let families: [RuleFamily<'_>; 8] = [
-        &|| process::hypotheses(ctx),
+        &|| {
+            let mut found = process::hypotheses(ctx);
+            found.extend(host_stopped::host_stopped_under_the_job(ctx));
+            found
+        },
         &|| {
             gpu::hypotheses(ctx)
                 .into_iter()
