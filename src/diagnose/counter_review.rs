@@ -84,10 +84,13 @@ pub fn review(
             if info.is_some_and(|i| i.context) || !worth_showing(d) {
                 return None;
             }
+            let factor = info
+                .and_then(|i| i.outlier_factor)
+                .unwrap_or(OUTLIER_FACTOR);
             let fabric_wide = info.is_some_and(|i| spread_judged(i, &spread, &d.name))
-                && spread.get(d.name.as_str()).is_some_and(|&m| {
-                    (d.delta.unwrap_or(0) as f64) < OUTLIER_FACTOR * m.max(1) as f64
-                });
+                && spread
+                    .get(d.name.as_str())
+                    .is_some_and(|&m| (d.delta.unwrap_or(0) as f64) < factor * m.max(1) as f64);
             Some(judgement(d, info, &traffic, nics, stuck, fabric_wide))
         })
         .collect();
@@ -474,6 +477,28 @@ mod tests {
             !medians.contains_key("symbol_error"),
             "only congestion counters"
         );
+    }
+
+    /// Busy ports all wait for credits, some several times more than
+    /// others (perfquery's PortXmitWait): only one far above the median
+    /// (ten times, `outlier_factor` in counters.toml) stands out.
+    #[test]
+    fn xmit_wait_stands_out_only_far_above_the_median_port() {
+        let kb = CounterKnowledge::builtin().unwrap();
+        let mut job = Job::default();
+        let rises = [1, 2, 3, 4, 5, 6, 7, 8, 9, 40, 150];
+        for (i, rise) in rises.iter().enumerate() {
+            let mut d = delta("PortXmitWait", 0, rise * 100_000_000);
+            d.device = format!("mlx5_{i}").as_str().into();
+            job.counter_deltas.push(d);
+        }
+        let rows = review(&job, &kb, &NicUse::new(&job), &BTreeSet::new());
+        let suspicious: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.suspicious)
+            .map(|r| r.device.as_str())
+            .collect();
+        assert_eq!(suspicious, ["mlx5_10"]);
     }
 
     #[test]

@@ -43,6 +43,7 @@ struct CounterSpec {
     side: Side,
     #[serde(default)]
     corroborates_only: bool,
+    outlier_factor: Option<f64>,
 }
 
 /// Where on a connection a counter counts. A `requester` counter (ACK
@@ -88,6 +89,9 @@ pub struct CounterInfo {
     /// Congestion control doing its work (DCQCN's ECN marks and CNPs): the
     /// rise backs other evidence but never reaches a verdict alone.
     pub corroborates_only: bool,
+    /// For counters judged against the fabric's median port: how many
+    /// times the median a port's rise must reach (None: the default).
+    pub outlier_factor: Option<f64>,
 }
 
 #[derive(Debug, Default)]
@@ -193,6 +197,12 @@ fn info(spec: &CounterSpec) -> Result<CounterInfo, String> {
     if spec.err_delta.is_some_and(|e| e < min_delta) {
         return Err("err_delta is below min_delta".into());
     }
+    if spec
+        .outlier_factor
+        .is_some_and(|f| !(f >= 1.0 && f.is_finite()))
+    {
+        return Err("outlier_factor must be a number of at least 1".into());
+    }
     Ok(CounterInfo {
         name: spec.name.clone(),
         meaning: spec.meaning.clone(),
@@ -205,6 +215,7 @@ fn info(spec: &CounterSpec) -> Result<CounterInfo, String> {
         max_ratio: spec.max_ratio,
         side: spec.side,
         corroborates_only: spec.corroborates_only,
+        outlier_factor: spec.outlier_factor,
     })
 }
 

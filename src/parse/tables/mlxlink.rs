@@ -232,10 +232,13 @@ fn command_device(lines: &[Line<'_>]) -> (Option<String>, Option<u32>) {
     )
 }
 
-/// `========== mt4123_pciconf5 ==========` → `mt4123_pciconf5`.
+/// `========== mt4123_pciconf5 ==========` → `mt4123_pciconf5`; a script
+/// that names both (`=== mlx5_5 (/dev/mst/mt4129_pciconf5) ===`) gives the
+/// RDMA device first, the name NCCL and `ibstat` use.
 fn banner(text: &str) -> Option<String> {
     let inner = text.strip_prefix("===")?.trim_start_matches('=').trim();
-    let name = inner.trim_end_matches('=').trim();
+    let first = inner.trim_end_matches('=').split_whitespace().next()?;
+    let name = first.rsplit('/').next().unwrap_or(first);
     (!name.is_empty()).then(|| name.to_string())
 }
 
@@ -297,6 +300,18 @@ mod tests {
                 .nth(cited - 1)
                 .unwrap()
                 .contains("Raw Physical BER")
+        );
+    }
+
+    #[test]
+    fn a_banner_naming_the_rdma_device_and_its_mst_path_gives_the_rdma_device_mft_4_28() {
+        assert_eq!(
+            super::banner("========== mlx5_5 (/dev/mst/mt4129_pciconf5) ==========").as_deref(),
+            Some("mlx5_5")
+        );
+        assert_eq!(
+            super::banner("=== /dev/mst/mt4129_pciconf5 ===").as_deref(),
+            Some("mt4129_pciconf5")
         );
     }
 
