@@ -368,3 +368,59 @@ fn blocking_wait_timeouts_name_the_rank_that_never_arrived_torch_1_13_and_2_4() 
         assert_eq!(v["collective"]["seq"], 3, "{v:#}");
     }
 }
+
+/// Slurm, torch 2.3 (NCCL 2.20.5): three hosts of two ranks; gpu-b02's
+/// ranks print their init and then nothing while the others time out in
+/// ALLREDUCE 8815. With `unreachable`, `sinfo -R` marks gpu-b02 `Not
+/// responding` and the collection script's ssh could not reach it.
+fn node_gone_job(unreachable: bool) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, host) in ["gpu-b01", "gpu-b02", "gpu-b03"].iter().enumerate() {
+        let mut log = String::new();
+        for local in 0..2u32 {
+            let rank = node as u32 * 2 + local;
+            let pid = 58100 + rank;
+            log.push_str(&format!("{host}:{pid}:{pid} [{local}] NCCL INFO comm 0x56{rank:02} rank {rank} nranks 6 cudaDev {local} nvmlDev {local} busId {local}b000 commId 0xca0d - Init COMPLETE\n"));
+        }
+        if *host != "gpu-b02" {
+            for local in 0..2u32 {
+                let rank = node as u32 * 2 + local;
+                log.push_str(&format!("[rank{rank}]:[E912 02:49:00.118000000 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8815, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600032 milliseconds before timing out.\n"));
+                log.push_str(&format!("[rank{rank}]:[E912 02:49:00.119000000 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Exception (either an error or timeout) detected by watchdog at work: 8815, last enqueued NCCL work: 8815, last completed NCCL work: 8814.\n"));
+            }
+        }
+        write(dir.path(), &format!("logs/{host}.out"), &log);
+    }
+    if unreachable {
+        write(
+            dir.path(),
+            "sinfo-R.txt",
+            "REASON               USER      TIMESTAMP           NODELIST\nNot responding       slurm     2024-09-12T02:44:07 gpu-b02\n",
+        );
+        write(
+            dir.path(),
+            "collect.log",
+            "+ ssh gpu-b02 'sudo dmesg -T' > sys/gpu-b02.dmesg.txt\nssh: connect to host gpu-b02 port 22: No route to host\n",
+        );
+    }
+    common::analyze_to_json(dir.path())
+}
+
+#[test]
+fn silent_ranks_of_a_node_that_stopped_answering_leave_the_cause_undecided_slurm() {
+    let doc = node_gone_job(true);
+    let v = &doc["verdict"];
+    assert_eq!(v["status"], "hang", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([2, 3]), "{v:#}");
+    assert_eq!(v["cause"]["kind"], "unknown", "{v:#}");
+    assert_eq!(v["cause"]["confidence"], 0.0, "{v:#}");
+    assert!(
+        v["cause"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("gpu-b02 stopped answering")),
+        "{v:#}"
+    );
+    let doc = node_gone_job(false);
+    let summary = doc["verdict"]["cause"]["summary"].as_str().unwrap_or("");
+    assert!(!summary.contains("stopped answering"), "{summary}");
+}

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::grammar::template::fill_template_with;
-use crate::model::{EventIdx, EventKind, Job, Origin, SourceLine, rank_ranges};
+use crate::model::{CauseKind, EventIdx, EventKind, Job, Origin, SourceLine, rank_ranges};
 
 use super::hang::Hang;
 use super::hypothesis::{Hypothesis, Support};
@@ -99,7 +99,12 @@ pub fn to_cause(ctx: &Ctx<'_>, h: &Hypothesis, hang: Option<&Hang>) -> Cause {
         .collect();
     Cause {
         kind: h.kind,
-        confidence: h.capped_confidence(),
+        // An undecided cause claims nothing, however much its lines show.
+        confidence: if h.kind == CauseKind::Unknown {
+            0.0
+        } else {
+            h.capped_confidence()
+        },
         host: h.host.clone(),
         device: h.device.clone(),
         port: h.port,

@@ -5,9 +5,12 @@
 //! support corroborates the fault instead of competing with it as a stall
 //! "with no fault in the logs".
 
-use crate::model::CauseKind;
+use std::collections::BTreeMap;
 
-use super::hypothesis::Hypothesis;
+use crate::model::build::short_host_of;
+use crate::model::{CauseKind, EventIdx, EventKind, Job};
+
+use super::hypothesis::{Hypothesis, Source};
 
 /// A device fault must be a claim of its own (a verdict by itself) to
 /// explain a stall: a program's fault on a healthy GPU (app-class Xid) is
@@ -89,4 +92,83 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].kind, CauseKind::RankStalled);
     }
+}
+
+/// Ranks the others waited for, on a node that stopped answering (Slurm's
+/// `Not responding`, ssh's `No route to host`): the node went, and its
+/// ranks with it. That is no stall "with no fault in the logs" of the
+/// ranks' own making; why the node went, no line says, so the cause stays
+/// undecided and names what would decide it.
+pub fn on_unreachable_nodes(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+    let gone = unreachable_nodes(job);
+    if gone.is_empty() {
+        return hyps;
+    }
+    let mut out: Vec<Hypothesis> = hyps
+        .into_iter()
+        .map(|mut h| {
+            let host = h.host.as_deref().map(short_host_of);
+            let Some((what, idx)) = host.as_ref().and_then(|host| gone.get(host)) else {
+                return h;
+            };
+            if h.kind != CauseKind::RankStalled {
+                return h;
+            }
+            let host = host.unwrap_or_default();
+            h.kind = CauseKind::Unknown;
+            h.device = None;
+            h.gpu_bus_id = None;
+            h.values.remove("variant");
+            h.value("detail", gone_detail(&host, what));
+            h.support(
+                Source::Launcher,
+                0.5,
+                Some(*idx),
+                format!("{host} stopped answering ({what})"),
+            );
+            h
+        })
+        .collect();
+    // Where no stall was placed on the node, an undecided verdict still
+    // says which of the job's nodes went.
+    for (host, (what, idx)) in &gone {
+        let said = out.iter().any(|h| {
+            h.kind == CauseKind::Unknown
+                && h.host.as_deref().map(short_host_of).as_ref() == Some(host)
+        });
+        if said || job.ranks_on_host(host).is_empty() {
+            continue;
+        }
+        let mut h = Hypothesis::new(CauseKind::Unknown);
+        h.host = Some(host.clone());
+        h.value("detail", gone_detail(host, what));
+        h.support(
+            Source::Launcher,
+            0.5,
+            Some(*idx),
+            format!("{host} stopped answering ({what})"),
+        );
+        out.push(h);
+    }
+    out
+}
+
+fn gone_detail(host: &str, what: &str) -> String {
+    format!(
+        "{host} stopped answering ({what}): its ranks went silent with it, and no line says why. Its BMC event log (`ipmitool sel list`), serial console or the kernel log of its next boot (`journalctl -k -b -1`) would."
+    )
+}
+
+/// Nodes some line says stopped answering, with the first such line.
+fn unreachable_nodes(job: &Job) -> BTreeMap<String, (String, EventIdx)> {
+    let mut out = BTreeMap::new();
+    for (i, e) in job.events_where(|k| k == EventKind::NodeUnreachable) {
+        let node = e.text_field("node").or(e.text_field("node2"));
+        let what = e.text_field("what").or(e.text_field("what2")).unwrap_or("");
+        if let Some(node) = node {
+            out.entry(short_host_of(node))
+                .or_insert_with(|| (what.to_string(), i));
+        }
+    }
+    out
 }

@@ -241,6 +241,9 @@ event_kinds! {
     /// NVIDIA Fabric Manager on an NVSwitch host failed to start (its
     /// version differs from the driver's): CUDA there is not ready.
     FabricManager => "fabric_manager",
+    /// A node stopped answering (Slurm's `Not responding`, ssh's `No
+    /// route to host`): its processes went silent with it.
+    NodeUnreachable => "node_unreachable",
     /// A traceback frame inside torch.distributed's collective API
     /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
     C10dCall => "c10d_call",
