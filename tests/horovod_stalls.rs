@@ -152,3 +152,31 @@ fn horovods_shutdown_with_no_exception_before_it_is_a_rank_that_finished_early()
     let v = &common::report_of(&[("mpirun.log", log.as_str())])["verdict"];
     assert_ne!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
 }
+
+/// horovodrun (Horovod 0.22, PyTorch): rank 5 alone took another code
+/// path, so every rank lacks what the others submitted; rank 0's block
+/// lists all sixteen under its `[0]<stderr>:` tag (digits a Slurm label
+/// would also start with), then every rank raises HorovodInternalError
+/// once Horovod shut down: a consequence, not a crash.
+#[test]
+fn one_rank_on_another_path_under_horovodruns_tags_then_shut_down_horovod_0_22() {
+    let mut log = format!(
+        "[0]<stderr>:[2021-11-23 16:41:05.768880: W /tmp/pip/horovod/common/stall_inspector.cc:116] {WARNING}\n[0]<stderr>:Missing ranks:\n"
+    );
+    for r in 0..16 {
+        let lacks = if r == 5 {
+            "allreduce.module.backbone.layer4.bias, allreduce.module.head.weight ..."
+        } else {
+            "allreduce.module.aux_head.bias, allreduce.module.aux_head.weight"
+        };
+        log.push_str(&format!("[0]<stderr>:{r}: [{lacks}]\n"));
+    }
+    log.push_str("[0]<stderr>:One or more rank (marked by \"!\") is stalled for longer than 300 seconds. Will shutdown.\n");
+    for r in 0..16 {
+        log.push_str(&format!("[{r}]<stderr>:horovod.common.exceptions.HorovodInternalError: Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.\n"));
+    }
+    let v = verdict(&log);
+    assert_eq!(v["cause"]["kind"], "collective_mismatch", "{v:#}");
+    assert_eq!(v["stuck_ranks"], serde_json::json!([5]), "{v:#}");
+    assert_eq!(v["status"], "hang", "{v:#}");
+}

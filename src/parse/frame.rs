@@ -67,6 +67,12 @@ pub fn frame<'a>(line: &'a [u8], style: &LauncherStyle) -> Frame<'a> {
         } else if kernel::starts_message(s) {
             break;
         } else if let Some((n, tag)) = launcher::parse_prefix(s, style) {
+            // srun's label wraps everything its task prints, so it comes
+            // first: digits after a rank tag (`[0]<stderr>:11: [allreduce.…]`,
+            // Horovod's stall block under horovodrun) are the message's.
+            if matches!(tag, Tag::Task(_)) && f.who.rank.is_some() {
+                break;
+            }
             if let Tag::Actor { node, .. } = tag {
                 f.ray_node_named = Some(!node.is_empty());
             }
@@ -707,6 +713,18 @@ mod tests {
             assert_eq!(f.who.host.as_deref(), Some("node3"), "{line}");
             assert_eq!(f.body, b"x", "{line}");
         }
+    }
+
+    #[test]
+    fn digits_after_a_rank_tag_are_the_message_not_a_slurm_label_horovod_0_22() {
+        let style = LauncherStyle {
+            slurm_label: true,
+            ..LauncherStyle::default()
+        };
+        let f = frame(b"[0]<stderr>:11: [allreduce.module.head.bias]", &style);
+        assert_eq!(f.who.rank, Some(0));
+        assert_eq!(f.who.task, None);
+        assert_eq!(f.body, b"11: [allreduce.module.head.bias]");
     }
 
     #[test]
