@@ -57,43 +57,6 @@ fn explaining_fault(hyps: &[Hypothesis], stall: &Hypothesis) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diagnose::hypothesis::Source;
-
-    fn hyp(kind: CauseKind, ranks: &[u32], weight: f64, source: Source) -> Hypothesis {
-        let mut h = Hypothesis::new(kind);
-        h.ranks = ranks.iter().copied().collect();
-        h.support(source, weight, None, "x");
-        h
-    }
-
-    #[test]
-    fn a_fault_on_the_stalled_ranks_device_takes_the_stall_as_support() {
-        let hyps = vec![
-            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
-            hyp(CauseKind::GpuFault, &[5], 0.5, Source::Kernel),
-        ];
-        let out = fold_into_device_faults(hyps);
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].kind, CauseKind::GpuFault);
-        assert_eq!(out[0].confidence(), 0.8);
-    }
-
-    #[test]
-    fn a_weak_fault_or_another_ranks_fault_leaves_the_stall_alone() {
-        let hyps = vec![
-            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
-            hyp(CauseKind::GpuFault, &[5], 0.2, Source::Kernel),
-            hyp(CauseKind::GpuFault, &[4], 0.8, Source::Kernel),
-        ];
-        let out = fold_into_device_faults(hyps);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[0].kind, CauseKind::RankStalled);
-    }
-}
-
 /// Ranks the others waited for, on a node that stopped answering (Slurm's
 /// `Not responding`, ssh's `No route to host`): the node went, and its
 /// ranks with it. That is no stall "with no fault in the logs" of the
@@ -171,4 +134,41 @@ fn unreachable_nodes(job: &Job) -> BTreeMap<String, (String, EventIdx)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::hypothesis::Source;
+
+    fn hyp(kind: CauseKind, ranks: &[u32], weight: f64, source: Source) -> Hypothesis {
+        let mut h = Hypothesis::new(kind);
+        h.ranks = ranks.iter().copied().collect();
+        h.support(source, weight, None, "x");
+        h
+    }
+
+    #[test]
+    fn a_fault_on_the_stalled_ranks_device_takes_the_stall_as_support() {
+        let hyps = vec![
+            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
+            hyp(CauseKind::GpuFault, &[5], 0.5, Source::Kernel),
+        ];
+        let out = fold_into_device_faults(hyps);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].kind, CauseKind::GpuFault);
+        assert_eq!(out[0].confidence(), 0.8);
+    }
+
+    #[test]
+    fn a_weak_fault_or_another_ranks_fault_leaves_the_stall_alone() {
+        let hyps = vec![
+            hyp(CauseKind::RankStalled, &[5], 0.6, Source::Pattern),
+            hyp(CauseKind::GpuFault, &[5], 0.2, Source::Kernel),
+            hyp(CauseKind::GpuFault, &[4], 0.8, Source::Kernel),
+        ];
+        let out = fold_into_device_faults(hyps);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].kind, CauseKind::RankStalled);
+    }
 }

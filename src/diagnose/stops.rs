@@ -55,10 +55,10 @@ fn stopped_from_outside(ctx: &Ctx<'_>) -> Option<OutsideStop> {
         };
         let signalled = agents.entry(host).or_default();
         let at = ctx.timeline.time_of(i);
-        if let (Some(at), Some(_)) = (at, e.text_field("signal")) {
-            if signalled.is_none_or(|(t, _)| at < t) {
-                *signalled = Some((at, e));
-            }
+        if let (Some(at), Some(_)) = (at, e.text_field("signal"))
+            && signalled.is_none_or(|(t, _)| at < t)
+        {
+            *signalled = Some((at, e));
         }
     }
     if agents.len() < 2 {
