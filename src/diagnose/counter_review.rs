@@ -479,6 +479,15 @@ mod tests {
         );
     }
 
+    /// The devices whose rises the review finds suspicious.
+    fn suspicious_devices(job: &Job, kb: &CounterKnowledge) -> Vec<String> {
+        review(job, kb, &NicUse::new(job), &BTreeSet::new())
+            .into_iter()
+            .filter(|r| r.suspicious)
+            .map(|r| r.device)
+            .collect()
+    }
+
     /// Busy ports all wait for credits, some several times more than
     /// others (perfquery's PortXmitWait): only one far above the median
     /// (ten times, `outlier_factor` in counters.toml) stands out.
@@ -492,13 +501,7 @@ mod tests {
             d.device = format!("mlx5_{i}").as_str().into();
             job.counter_deltas.push(d);
         }
-        let rows = review(&job, &kb, &NicUse::new(&job), &BTreeSet::new());
-        let suspicious: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.suspicious)
-            .map(|r| r.device.as_str())
-            .collect();
-        assert_eq!(suspicious, ["mlx5_10"]);
+        assert_eq!(suspicious_devices(&job, &kb), ["mlx5_10"]);
     }
 
     #[test]
@@ -515,13 +518,7 @@ mod tests {
         let mut lossy = delta("out_of_sequence", 10, 4010);
         lossy.device = "mlx5_12".into();
         job.counter_deltas.push(lossy);
-        let rows = review(&job, &kb, &NicUse::new(&job), &BTreeSet::new());
-        let suspicious: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.suspicious)
-            .map(|r| r.device.as_str())
-            .collect();
-        assert_eq!(suspicious, ["mlx5_12"]);
+        assert_eq!(suspicious_devices(&job, &kb), ["mlx5_12"]);
         // Alone, the same small rise is still judged on its own.
         let mut one = Job::default();
         one.counter_deltas.push(delta("out_of_sequence", 10, 12));
