@@ -355,17 +355,26 @@ fn ray_task_error(
     let host = ev.text_field("node").map(|n| node_host(job, n));
     let rank = index.by_pid(host.as_deref(), pid)?;
     let exc = ev.text_field("exc_type")?;
-    let mut d = death(
-        ev,
-        idx,
-        DeathKind::Exception,
-        format!("{exc} raised in Ray worker pid {pid}"),
-    );
-    d.rank = Some(rank);
+    let reason = format!("{exc} raised in Ray worker pid {pid}");
+    let mut d = worker_death(ev, idx, DeathKind::Exception, reason, rank, pid);
     d.host = host;
-    d.pid = Some(pid);
     d.consequence = rules.is_consequence(exc, "");
     Some(d)
+}
+
+/// A death of the worker a launcher or caller names by pid, its rank known.
+fn worker_death(
+    ev: &Event,
+    idx: EventIdx,
+    kind: DeathKind,
+    reason: String,
+    rank: u32,
+    pid: u32,
+) -> Death {
+    let mut d = death(ev, idx, kind, reason);
+    d.rank = Some(rank);
+    d.pid = Some(pid);
+    d
 }
 
 /// The torchrun agent stopping the surviving workers after one failed: these
@@ -378,14 +387,8 @@ fn closing_signal(index: &RankIndex<'_>, ev: &Event, idx: EventIdx) -> Option<De
     let host = ev.who.host.as_deref().map(short_host);
     let rank = index.by_pid(host, pid)?;
     let signal = ev.text_field("signal").unwrap_or("SIGTERM").to_string();
-    let mut d = death(
-        ev,
-        idx,
-        DeathKind::Signal,
-        format!("stopped by the launcher with {signal}"),
-    );
-    d.rank = Some(rank);
-    d.pid = Some(pid);
+    let reason = format!("stopped by the launcher with {signal}");
+    let mut d = worker_death(ev, idx, DeathKind::Signal, reason, rank, pid);
     d.signal = Some(signal);
     d.consequence = true;
     d.stopped_by_launcher = true;
