@@ -278,7 +278,7 @@ fn below_bars(group: &str, t: &Tally) -> Vec<String> {
 const FLOORS: &[(&str, [usize; 6])] = &[
     ("cancelled", [27, 27, 27, 27, 27, 27]),
     ("collective_mismatch", [27, 27, 27, 27, 27, 25]),
-    ("config_mismatch", [27, 25, 27, 27, 25, 27]),
+    ("config_mismatch", [27, 27, 27, 27, 27, 27]),
     ("congestion", [27, 27, 27, 27, 27, 27]),
     ("cross_rail", [27, 27, 27, 27, 27, 27]),
     ("firewall", [27, 25, 27, 27, 25, 27]),

@@ -103,6 +103,43 @@ fn a_runtime_error_dates_pytorch_before_2_0_and_its_nccl_torch_1_13() {
     );
 }
 
+/// `srun --label`, two hosts of four ranks, no PyTorch line that dates its
+/// release (NCCL's WARNs only). Each host's collection kept `pip list`:
+/// torch 2.8.0 with its `nvidia-nccl-cu12 2.27.3` wheel on both. node001 —
+/// rank 0's host, which would otherwise set the reference — runs 2.21.5:
+/// it loaded another libnccl.
+#[test]
+fn the_hosts_package_lists_name_the_nccl_pytorch_loads_pip_24() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for rank in 0..8u32 {
+        let host = if rank < 4 { "node001" } else { "node002" };
+        let (pid, local) = (61000 + rank, rank % 4);
+        log.push_str(&format!(
+            "{rank}: {host}:{pid}:{pid} [{local}] NCCL INFO Bootstrap : Using ib0:10.72.0.{}<0>\n",
+            rank / 4 + 1
+        ));
+    }
+    for (rank, host, version) in [(0, "node001", "2.21.5"), (4, "node002", "2.27.3")] {
+        log.push_str(&format!("{rank}: NCCL version {version}+cuda12.8\n"));
+        log.push_str(&format!("{rank}: {host}:{}:{} [0] bootstrap.cc:151 NCCL WARN Message truncated : received 7010 bytes instead of 8331\n", 61000 + rank, 61100 + rank));
+    }
+    write(dir.path(), "slurm-771204.out", &log);
+    for host in ["node001", "node002"] {
+        write(
+            dir.path(),
+            &format!("{host}/pip-list.txt"),
+            "$ pip list 2>/dev/null | grep -E '^(torch|nvidia-nccl)'\nnvidia-nccl-cu12                  2.27.3\ntorch                             2.8.0\n",
+        );
+    }
+    assert_odd_host(
+        dir.path(),
+        "node001",
+        &[0, 1, 2, 3],
+        "their PyTorch loads NCCL 2.27.3",
+    );
+}
+
 /// The verdict names `host` as the odd one with its `ranks`, and one piece
 /// of its evidence says `why`.
 fn assert_odd_host(job: &std::path::Path, host: &str, ranks: &[u64], why: &str) {

@@ -278,6 +278,41 @@ fn cross_rail_lldp_shows_the_culprit_nic_on_another_rails_leaf() {
     }
 }
 
+/// A release split's job lists every host's packages: the job's PyTorch
+/// and the NCCL wheel it pins, alike on both sides of the split.
+#[test]
+fn config_mismatch_jobs_list_each_hosts_pytorch_and_its_nccl_wheel() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in 0..3 {
+        let dir = tmp.path().join(format!("j{seed}"));
+        let truth = run(
+            &opts(Scenario::Fault(CauseKind::ConfigMismatch), 16, seed),
+            &dir,
+        );
+        let files = tree(&dir);
+        let lists: Vec<String> = files
+            .keys()
+            .filter(|p| p.ends_with("/pip-list.txt"))
+            .map(|p| text_of(&files, p))
+            .collect();
+        assert!(lists.len() >= 2, "seed {seed}");
+        let torch = truth["torch_version"].as_str().unwrap();
+        let nccl = truth["nccl_version"].as_str().unwrap();
+        for list in &lists {
+            assert!(
+                list.lines()
+                    .any(|l| l.starts_with("torch ") && l.ends_with(torch)),
+                "{list}"
+            );
+            assert!(
+                list.lines()
+                    .any(|l| l.starts_with("nvidia-nccl-cu") && l.ends_with(nccl)),
+                "{list}"
+            );
+        }
+    }
+}
+
 #[test]
 fn line_shapes_follow_the_release() {
     let tmp = tempfile::tempdir().unwrap();

@@ -244,6 +244,9 @@ event_kinds! {
     /// A node stopped answering (Slurm's `Not responding`, ssh's `No
     /// route to host`): its processes went silent with it.
     NodeUnreachable => "node_unreachable",
+    /// A package and its version as a host's package list shows it
+    /// (`pip list`, `pip freeze`, `conda list`): `torch`, `nvidia-nccl-cu12`.
+    PackageVersion => "package_version",
     /// A traceback frame inside torch.distributed's collective API
     /// (`distributed_c10d.py`, in all_reduce): the op a rank was in.
     C10dCall => "c10d_call",

@@ -373,7 +373,35 @@ fn write_sys(plan: &Plan, story: &Story, h: usize, root: &Path) -> Result<Writte
     if plan.sources.snapshots {
         total = total.add(write_snapshots(plan, story, h, &dir)?);
     }
+    if packages_listed(plan) {
+        total = total.add(write_file(dir.join("pip-list.txt"), |w| {
+            write_packages(plan, w)
+        })?);
+    }
     Ok(total)
+}
+
+/// Whether the collection listed each host's Python packages: often, and
+/// always where a release split is the story (its reference is the NCCL
+/// the job's PyTorch wheel pins). Drawn apart from the plan's own draws.
+fn packages_listed(plan: &Plan) -> bool {
+    plan.scenario.is(crate::model::CauseKind::ConfigMismatch)
+        || Rng::derive(plan.seed, "packages", &[]).chance(0.3)
+}
+
+/// `pip list | grep -E '^(torch|nvidia-nccl)'`: the job's PyTorch and the
+/// NCCL wheel it pins, alike on every host (a host that runs another NCCL
+/// loaded another libnccl, its wheel unchanged).
+fn write_packages(plan: &Plan, w: &mut Out) -> io::Result<()> {
+    let v = &plan.versions;
+    let cuda = if v.torch < super::Ver(2, 1, 0) {
+        "cu11"
+    } else {
+        "cu12"
+    };
+    writeln!(w, "$ pip list 2>/dev/null | grep -E '^(torch|nvidia-nccl)'")?;
+    writeln!(w, "{:<34}{}", format!("nvidia-nccl-{cuda}"), v.nccl)?;
+    writeln!(w, "{:<34}{}", "torch", v.torch)
 }
 
 fn write_counters(

@@ -216,15 +216,18 @@ fn cite_shipped(version: &Axis, h: &mut Hypothesis) {
     };
     let releases: Vec<String> = shipped.nccl.iter().map(ToString::to_string).collect();
     for (idx, torch) in &shipped.cites {
-        h.support(
-            Source::Torch,
-            0.0,
-            Some(*idx),
+        let why = if shipped.from_packages {
+            format!(
+                "the hosts' packages ({torch}): their PyTorch loads NCCL {}",
+                releases.join(" or ")
+            )
+        } else {
             format!(
                 "this line's format is PyTorch {torch}'s, whose wheels ship NCCL {}",
                 releases.join(" or ")
-            ),
-        );
+            )
+        };
+        h.support(Source::Torch, 0.0, Some(*idx), why);
     }
 }
 
