@@ -48,7 +48,7 @@ pub fn diagnose(job: &Job, timeline: &Timeline, fabric: FabricFacts, kb: &Knowle
     hyps.iter_mut().for_each(|h| fill_device(job, h));
     let hyps = select::explain(hyps, &kb.explains);
     let hyps = stall_explained::fold_into_device_faults(hyps);
-    let mut hyps = stall_explained::on_unreachable_nodes(job, hyps);
+    let mut hyps = stall_explained::on_unreachable_nodes(job, kb, hyps);
     hyps.iter_mut().for_each(|h| fill_port(job, h));
     let hyps = stops::without_the_stops_doing(&ctx, hyps);
     let mut choice = select::choose(&ctx, hyps, hang.as_ref());

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::grammar::knowledge::Knowledge;
+use crate::grammar::template::fill_template;
 use crate::model::build::short_host_of;
 use crate::model::{CauseKind, EventIdx, EventKind, Job};
 
@@ -62,7 +64,7 @@ fn explaining_fault(hyps: &[Hypothesis], stall: &Hypothesis) -> Option<usize> {
 /// ranks with it. That is no stall "with no fault in the logs" of the
 /// ranks' own making; why the node went, no line says, so the cause stays
 /// undecided and names what would decide it.
-pub fn on_unreachable_nodes(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
+pub fn on_unreachable_nodes(job: &Job, kb: &Knowledge, hyps: Vec<Hypothesis>) -> Vec<Hypothesis> {
     let gone = unreachable_nodes(job);
     if gone.is_empty() {
         return hyps;
@@ -82,7 +84,7 @@ pub fn on_unreachable_nodes(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis>
             h.device = None;
             h.gpu_bus_id = None;
             h.values.remove("variant");
-            h.value("detail", gone_detail(&host, what));
+            h.value("detail", gone_detail(kb, &host, what));
             h.support(
                 Source::Launcher,
                 0.5,
@@ -104,7 +106,7 @@ pub fn on_unreachable_nodes(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis>
         }
         let mut h = Hypothesis::new(CauseKind::Unknown);
         h.host = Some(host.clone());
-        h.value("detail", gone_detail(host, what));
+        h.value("detail", gone_detail(kb, host, what));
         h.support(
             Source::Launcher,
             0.5,
@@ -116,10 +118,9 @@ pub fn on_unreachable_nodes(job: &Job, hyps: Vec<Hypothesis>) -> Vec<Hypothesis>
     out
 }
 
-fn gone_detail(host: &str, what: &str) -> String {
-    format!(
-        "{host} stopped answering ({what}): its ranks went silent with it, and no line says why. Its BMC event log (`ipmitool sel list`), serial console or the kernel log of its next boot (`journalctl -k -b -1`) would."
-    )
+fn gone_detail(kb: &Knowledge, host: &str, what: &str) -> String {
+    let values = BTreeMap::from([("host", host.to_string()), ("what", what.to_string())]);
+    fill_template(&kb.unreachable_detail, &values)
 }
 
 /// Nodes some line says stopped answering, with the first such line.

@@ -21,6 +21,7 @@ struct KnowledgeFile {
     lint: LintSpec,
     consequences: ConsequenceSpec,
     host_setup: HostSetupSpec,
+    gone_hosts: GoneHostsSpec,
     #[serde(default)]
     explains: Vec<ExplainsSpec>,
     gpu_error: Vec<GpuErrorSpec>,
@@ -272,6 +273,13 @@ struct ConsequenceSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct GoneHostsSpec {
+    unreachable_detail: String,
+    stopped_reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct HostSetupSpec {
     startup_errors: Vec<String>,
     fabric_not_ready: Vec<String>,
@@ -377,6 +385,11 @@ pub struct Knowledge {
     /// Start-up errors (lower-case) that are the host's set-up only where
     /// its fabric service failed or all its workers died of them.
     pub fabric_not_ready_errors: Vec<String>,
+    /// What an undecided verdict says of a node that stopped answering
+    /// (a template of `{host}` and `{what}`).
+    pub unreachable_detail: String,
+    /// Why the workers of a host stopped under the job died.
+    pub stopped_reason: String,
     /// (explaining cause, the causes whose symptoms it explains), in order.
     pub explains: Vec<(CauseKind, Vec<CauseKind>)>,
     /// Substrings that make a line worth a grammar pattern (`lint-logs`).
@@ -576,6 +589,8 @@ impl Knowledge {
             },
             host_setup_errors: lower_all(&raw.host_setup.startup_errors),
             fabric_not_ready_errors: lower_all(&raw.host_setup.fabric_not_ready),
+            unreachable_detail: raw.gone_hosts.unreachable_detail,
+            stopped_reason: raw.gone_hosts.stopped_reason,
             lint_markers: raw.lint.markers,
             lint_ignore_prefixes: raw.lint.ignore_prefixes,
             gpu_errors: raw

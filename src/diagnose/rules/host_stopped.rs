@@ -51,10 +51,7 @@ pub(super) fn host_stopped_under_the_job(ctx: &Ctx<'_>) -> Vec<Hypothesis> {
             "who",
             format!("The workers of ranks {} on {host}", rank_ranges(&ranks)),
         );
-        h.value(
-            "reason",
-            "their launcher received a death signal: the host was shut down, reclaimed or drained, not the job",
-        );
+        h.value("reason", ctx.kb.stopped_reason.clone());
         h.support(
             Source::Launcher,
             0.85,
